@@ -1,0 +1,80 @@
+"""`ghost`: the command line. Parses arguments first and imports the heavy parts lazily, so
+`ghost --help` starts fast; one error handler turns every ``GhostError`` into one line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from importlib import import_module
+
+# command path -> "module:function" under bot.commands; imported only when run.
+HANDLERS: dict[tuple[str, ...], str] = {
+    ("db", "upgrade"): "db:upgrade",
+    ("db", "status"): "db:status",
+    ("audit", "verify"): "audit:verify",
+    ("audit", "export"): "audit:export",
+    ("session", "show"): "session:show",
+    ("session", "list"): "session:list_sessions",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ghost",
+        description="Ghost: an AI network-forensics investigator for Azure.",
+    )
+    groups = parser.add_subparsers(dest="group", metavar="COMMAND")
+
+    db = groups.add_parser("db", help="create or upgrade the database schema")
+    db_cmds = db.add_subparsers(dest="command", metavar="SUBCOMMAND")
+    db_cmds.add_parser("upgrade", help="apply every migration (safe to run again)")
+    db_cmds.add_parser("status", help="show the schema revision and where the database is")
+
+    audit = groups.add_parser("audit", help="verify or export an investigation's audit log")
+    audit_cmds = audit.add_subparsers(dest="command", metavar="SUBCOMMAND")
+    verify = audit_cmds.add_parser(
+        "verify", help="check the hash chain (exit 0 when intact, 3 when tampered with)"
+    )
+    verify.add_argument("session_id", metavar="SID")
+    export = audit_cmds.add_parser(
+        "export", help="write shell_audit_SID.jsonl and orchestrator_tasks_SID.jsonl"
+    )
+    export.add_argument("session_id", metavar="SID")
+    export.add_argument("--dir", required=True, help="directory to write the two files into")
+
+    session = groups.add_parser("session", help="inspect investigations")
+    session_cmds = session.add_subparsers(dest="command", metavar="SUBCOMMAND")
+    show = session_cmds.add_parser("show", help="print an investigation's session state")
+    show.add_argument("session_id", metavar="SID")
+    show.add_argument("--json", action="store_true", help="the ghost-design §8 document")
+    listing = session_cmds.add_parser("list", help="list recent investigations")
+    listing.add_argument("--limit", type=int, default=20)
+    return parser
+
+
+def _handler(path: tuple[str, ...]) -> Callable[[argparse.Namespace], int]:
+    module, func = HANDLERS[path].split(":")
+    handler: Callable[[argparse.Namespace], int] = getattr(
+        import_module(f"bot.commands.{module}"), func
+    )
+    return handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.group is None:
+        parser.print_help()
+        return 2
+    path = (args.group, args.command) if getattr(args, "command", None) else (args.group,)
+    if path not in HANDLERS:
+        parser.parse_args([args.group, "--help"])
+        return 2
+    from bot.errors import run_reporting_errors
+
+    return run_reporting_errors(lambda: _handler(path)(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Command implementations for `ghost`; each is imported only when it runs."""

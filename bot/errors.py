@@ -1,0 +1,39 @@
+"""The one error handler of the command line: a line an engineer can act on, never a trace."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from core.errors import GhostError
+
+
+def run_reporting_errors(run: Callable[[], int]) -> int:
+    """Run a command; turn known failures into one line on stderr and a non-zero exit."""
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    try:
+        return run()
+    except GhostError as exc:
+        print(f"ghost: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OperationalError as exc:
+        line = str(getattr(exc, "orig", exc)).strip().splitlines()
+        print(
+            f"ghost: the database failed: {line[0] if line else exc.__class__.__name__}. "
+            "Check GHOST_DATABASE_URL and that the server is running.",
+            file=sys.stderr,
+        )
+        return 2
+    except DBAPIError as exc:
+        line = str(getattr(exc, "orig", exc)).strip().splitlines()
+        print(f"ghost: the database refused the operation: {line[0] if line else exc}",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ghost: interrupted.", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        print(f"ghost: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return 1

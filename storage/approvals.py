@@ -1,0 +1,113 @@
+"""Approval requests, changed only by compare-and-set on their version.
+
+The first decision wins: a transition names the version it saw, and loses (returns None) when
+someone else changed the request first. The approval policy (who may decide) lives in ``core``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+
+from storage.clock import as_utc
+from storage.db import Database
+from storage.models import Approval
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """A snapshot of one approval request."""
+
+    approval_id: str
+    session_id: str
+    status: str
+    version: int
+    command: str
+    command_hash: str
+    classifier_version: str
+    classification: str
+    tier: int | None
+    rule: str | None
+    reasoning: str
+    environment: str
+    requested_by: str | None
+    requested_at: datetime
+    expires_at: datetime | None
+    decided_by: str | None
+    decided_at: datetime | None
+    denial_reason: str | None
+    replaces_approval_id: str | None
+    modified_by: str | None
+    message_ref: dict[str, Any] | None
+    context: dict[str, Any] | None
+
+
+_DATETIMES = {"requested_at", "expires_at", "decided_at"}
+
+
+def _view(row: Approval) -> ApprovalView:
+    values: dict[str, Any] = {
+        f.name: (as_utc(getattr(row, f.name)) if f.name in _DATETIMES else getattr(row, f.name))
+        for f in fields(ApprovalView)
+    }
+    return ApprovalView(**values)
+
+
+class ApprovalRepo:
+    """Create, read and transition approval requests."""
+
+    db: Database
+    clock: Callable[[], datetime]
+
+    def create_approval(self, session_id: str, **values: Any) -> ApprovalView:
+        self.db.ensure_ready()
+        row = Approval(
+            approval_id=values.pop("approval_id", None) or uuid.uuid4().hex,
+            session_id=session_id,
+            status=values.pop("status", "pending"),
+            version=1,
+            requested_at=values.pop("requested_at", None) or self.clock(),
+            **values,
+        )
+        with self.db.session() as s, s.begin():
+            s.add(row)
+        return _view(row)
+
+    def get_approval(self, approval_id: str) -> ApprovalView | None:
+        self.db.ensure_ready()
+        with self.db.session() as s:
+            row = s.get(Approval, approval_id)
+            return None if row is None else _view(row)
+
+    def approvals(
+        self, session_id: str, *, statuses: tuple[str, ...] | None = None
+    ) -> list[ApprovalView]:
+        self.db.ensure_ready()
+        query = select(Approval).where(Approval.session_id == session_id)
+        if statuses:
+            query = query.where(Approval.status.in_(statuses))
+        with self.db.session() as s:
+            return [_view(r) for r in s.scalars(query.order_by(Approval.requested_at))]
+
+    def transition_approval(
+        self, approval_id: str, expected_version: int, changes: Mapping[str, Any]
+    ) -> ApprovalView | None:
+        """Apply ``changes`` only if the request is still at ``expected_version``."""
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            result = s.execute(
+                update(Approval)
+                .where(Approval.approval_id == approval_id,
+                       Approval.version == expected_version)
+                .values(**dict(changes), version=expected_version + 1)
+            )
+            if result.rowcount != 1:  # type: ignore[attr-defined]
+                return None
+            row = s.get(Approval, approval_id, populate_existing=True)
+            assert row is not None
+            return _view(row)

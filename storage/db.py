@@ -1,0 +1,124 @@
+"""Engines and sessions for SQLite (default, one process) and PostgreSQL (production).
+
+SQLite transactions start with ``BEGIN IMMEDIATE`` so that two writers serialise on the write
+lock instead of failing on upgrade; WAL mode and a busy timeout let readers and a worker share the
+file. PostgreSQL URLs written as ``postgresql://`` use psycopg 3.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from storage.errors import DatabaseNotMigrated, DatabaseUnreachable
+
+
+def normalise_url(url: str) -> str:
+    """Pick the psycopg 3 driver for bare ``postgresql://`` / ``postgres://`` URLs."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password hidden, for error messages and logs."""
+    try:
+        return make_url(normalise_url(url)).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - never fail while reporting a failure
+        return re.sub(r"//[^@/]*@", "//***@", url)
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # let us issue BEGIN ourselves
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=30000")
+        if engine.url.database not in (None, "", ":memory:"):
+            cur.execute("PRAGMA journal_mode=WAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite files get their directory created."""
+    url = normalise_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30})
+        _sqlite_setup(engine)
+        return engine
+    connect_args: dict[str, Any] = {}
+    if parsed.get_backend_name() == "postgresql":
+        connect_args["connect_timeout"] = 5
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+class Database:
+    """An engine, its session factory, and the checks a command runs before using them."""
+
+    def __init__(self, url: str, *, auto_migrate: bool = False) -> None:
+        self.url = normalise_url(url)
+        self.engine = make_engine(self.url)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.auto_migrate = auto_migrate
+        self._checked = False
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def session(self) -> Session:
+        return self.sessions()
+
+    def ensure_ready(self) -> None:
+        """Fail with a one-line error when the database is unreachable or not migrated.
+
+        With ``auto_migrate`` (the default SQLite file) a fresh database is created and
+        migrated here instead, on first use, without a separate step.
+        """
+        if self._checked:
+            return
+        from storage import migrate
+
+        try:
+            current = migrate.current_revision(self.engine)
+        except OperationalError as exc:
+            raise DatabaseUnreachable(
+                f"Cannot reach the database at {safe_url(self.url)}: {_first_line(exc)}.",
+                "Check GHOST_DATABASE_URL and that the server is running.",
+            ) from None
+        head = migrate.head_revision()
+        if current != head:
+            if self.auto_migrate:
+                migrate.upgrade(self.engine)
+            else:
+                found = "empty (never migrated)" if current is None else f"at revision {current}"
+                raise DatabaseNotMigrated(
+                    f"The database at {safe_url(self.url)} is {found}; this Ghost needs "
+                    f"revision {head}.",
+                    "Run `ghost db upgrade` (with the same GHOST_DATABASE_URL) and try again.",
+                )
+        self._checked = True
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,266 @@
+"""Investigations: the §8 session document, status, chat references, and the work lease."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from core.errors import ConcurrentUpdate, UnknownInvestigation
+from core.session_state import (
+    CHECKSUM_FIELD,
+    compute_checksum,
+    new_session_id,
+    new_session_state,
+)
+from storage.clock import as_utc
+from storage.db import Database
+from storage.models import Investigation
+
+#: Statuses with work for a worker to do; the others wait for a person or are finished.
+RUNNABLE_STATUSES = ("queued", "running")
+STATUSES = (
+    "queued",
+    "running",
+    "awaiting_approval",
+    "awaiting_user",
+    "completed",
+    "cancelled",
+    "failed",
+)
+
+
+@dataclass(frozen=True)
+class InvestigationView:
+    """A read-only snapshot of an investigation row."""
+
+    session_id: str
+    status: str
+    symptom: str
+    requested_by: str | None
+    platform: str
+    channel_ref: str | None
+    thread_ref: str | None
+    conversation_ref: dict[str, Any] | None
+    state: dict[str, Any]
+    checksum: str
+    version: int
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    audit_count: int
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The ghost-design §8 document exactly as stored, ``_checksum`` included."""
+        return {**self.state, CHECKSUM_FIELD: self.checksum}
+
+
+def _view(row: Investigation) -> InvestigationView:
+    return InvestigationView(
+        session_id=row.session_id,
+        status=row.status,
+        symptom=row.symptom,
+        requested_by=row.requested_by,
+        platform=row.platform,
+        channel_ref=row.channel_ref,
+        thread_ref=row.thread_ref,
+        conversation_ref=row.conversation_ref,
+        state=dict(row.state),
+        checksum=row.checksum,
+        version=row.version,
+        lease_owner=row.lease_owner,
+        lease_expires_at=as_utc(row.lease_expires_at),
+        created_at=as_utc(row.created_at) or row.created_at,
+        updated_at=as_utc(row.updated_at) or row.updated_at,
+        audit_count=row.audit_count,
+    )
+
+
+class InvestigationRepo:
+    """Create, read, save and lease investigations."""
+
+    db: Database
+    clock: Callable[[], datetime]
+
+    def create_investigation(
+        self,
+        *,
+        symptom: str,
+        model: str,
+        audit_dir: str,
+        requested_by: str | None = None,
+        platform: str = "terminal",
+        channel_ref: str | None = None,
+        thread_ref: str | None = None,
+        conversation_ref: Mapping[str, Any] | None = None,
+        status: str = "queued",
+        session_id: str | None = None,
+        resumed_from: str | None = None,
+    ) -> InvestigationView:
+        """Insert a new investigation with a fresh §8 document.
+
+        Ids follow the spec (``ghost_YYYYMMDD_HHMMSS``); when two start in the same second the
+        later one gets a ``-2``, ``-3``… suffix instead of failing.
+        """
+        self.db.ensure_ready()
+        now = self.clock()
+        base = session_id or new_session_id(now)
+        for attempt in range(1, 1000):
+            sid = base if attempt == 1 else f"{base}-{attempt}"
+            state = new_session_state(
+                sid,
+                model=model,
+                audit_dir=audit_dir,
+                created_at=now,
+                resumed_from=resumed_from,
+                is_resume=resumed_from is not None,
+            )
+            row = Investigation(
+                session_id=sid,
+                created_at=now,
+                updated_at=now,
+                status=status,
+                symptom=symptom,
+                requested_by=requested_by,
+                platform=platform,
+                channel_ref=channel_ref,
+                thread_ref=thread_ref,
+                conversation_ref=dict(conversation_ref) if conversation_ref else None,
+                state=state,
+                checksum=compute_checksum(state),
+                version=1,
+                audit_count=0,
+            )
+            try:
+                with self.db.session() as s, s.begin():
+                    s.add(row)
+            except IntegrityError:
+                if session_id is not None:
+                    raise
+                continue
+            return _view(row)
+        raise ConcurrentUpdate("Could not allocate a session id.", "Try again in a second.")
+
+    def get_investigation(self, session_id: str) -> InvestigationView:
+        self.db.ensure_ready()
+        with self.db.session() as s:
+            row = s.get(Investigation, session_id)
+            if row is None:
+                raise UnknownInvestigation(session_id)
+            return _view(row)
+
+    def list_investigations(
+        self, *, statuses: tuple[str, ...] | None = None, limit: int = 50
+    ) -> list[InvestigationView]:
+        self.db.ensure_ready()
+        query = select(Investigation).order_by(Investigation.created_at.desc()).limit(limit)
+        if statuses:
+            query = query.where(Investigation.status.in_(statuses))
+        with self.db.session() as s:
+            return [_view(r) for r in s.scalars(query)]
+
+    def save_state(
+        self,
+        session_id: str,
+        state: Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+        status: str | None = None,
+    ) -> InvestigationView:
+        """Store a new §8 document with its recomputed checksum (compare-and-set on version)."""
+        self.db.ensure_ready()
+        body = {k: v for k, v in state.items() if k != CHECKSUM_FIELD}
+        if body.get("session_id") != session_id:
+            raise ValueError("session_id in the state does not match the investigation")
+        with self.db.session() as s, s.begin():
+            row = s.get(Investigation, session_id, with_for_update=True)
+            if row is None:
+                raise UnknownInvestigation(session_id)
+            if expected_version is not None and row.version != expected_version:
+                raise ConcurrentUpdate(
+                    f"Investigation {session_id} changed while it was being saved "
+                    f"(version {row.version}, expected {expected_version}).",
+                    "Reload it and apply the change again.",
+                )
+            row.state = body
+            row.checksum = compute_checksum(body)
+            row.version += 1
+            row.updated_at = self.clock()
+            if status is not None:
+                row.status = status
+            s.flush()
+            return _view(row)
+
+    def set_status(self, session_id: str, status: str) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"unknown investigation status {status!r}")
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            result = s.execute(
+                update(Investigation)
+                .where(Investigation.session_id == session_id)
+                .values(status=status, updated_at=self.clock())
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise UnknownInvestigation(session_id)
+
+    def claim_next(self, owner: str, *, lease_seconds: float = 60.0) -> InvestigationView | None:
+        """Lease the next runnable investigation to ``owner``, or return None.
+
+        PostgreSQL: ``SELECT … FOR UPDATE SKIP LOCKED`` so that concurrent workers never wait
+        on, or take, the same row. SQLite (one process): the conditional UPDATE below is the
+        compare-and-set; SQLAlchemy would silently drop SKIP LOCKED there.
+        """
+        self.db.ensure_ready()
+        now = self.clock()
+        free = or_(Investigation.lease_owner.is_(None), Investigation.lease_expires_at < now)
+        candidates = (
+            select(Investigation.session_id)
+            .where(Investigation.status.in_(RUNNABLE_STATUSES), free)
+            .order_by(Investigation.updated_at)
+            .limit(1 if self.db.dialect == "postgresql" else 10)
+        )
+        if self.db.dialect == "postgresql":
+            candidates = candidates.with_for_update(skip_locked=True)
+        with self.db.session() as s, s.begin():
+            for sid in list(s.scalars(candidates)):
+                result = s.execute(
+                    update(Investigation)
+                    .where(Investigation.session_id == sid, free)
+                    .values(lease_owner=owner, lease_expires_at=now + timedelta(
+                        seconds=lease_seconds))
+                )
+                if result.rowcount == 1:  # type: ignore[attr-defined]
+                    row = s.get(Investigation, sid, populate_existing=True)
+                    assert row is not None
+                    return _view(row)
+        return None
+
+    def renew_lease(self, session_id: str, owner: str, *, lease_seconds: float = 60.0) -> bool:
+        """Extend a lease we hold; False when it was lost (expired and taken by another)."""
+        self.db.ensure_ready()
+        now = self.clock()
+        with self.db.session() as s, s.begin():
+            result = s.execute(
+                update(Investigation)
+                .where(Investigation.session_id == session_id,
+                       Investigation.lease_owner == owner)
+                .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
+            )
+            return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    def release_lease(self, session_id: str, owner: str) -> None:
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            s.execute(
+                update(Investigation)
+                .where(Investigation.session_id == session_id,
+                       Investigation.lease_owner == owner)
+                .values(lease_owner=None, lease_expires_at=None)
+            )

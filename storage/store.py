@@ -1,0 +1,27 @@
+"""The store: one object implementing every storage port, handed out by the bootstrap."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from core.session_state import utc_now
+from storage.approvals import ApprovalRepo
+from storage.audit import AuditRepo
+from storage.db import Database
+from storage.investigations import InvestigationRepo
+from storage.leases import LeaseRepo
+from storage.tasks import TaskRepo
+from storage.turns import TurnRepo
+
+
+class Store(InvestigationRepo, AuditRepo, TaskRepo, TurnRepo, ApprovalRepo, LeaseRepo):
+    """SQL persistence for investigations, turns, approvals, audit and task events."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self.db = db
+        self.clock = clock
+
+    @classmethod
+    def from_url(cls, url: str, *, auto_migrate: bool = False) -> Store:
+        return cls(Database(url, auto_migrate=auto_migrate))

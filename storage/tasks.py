@@ -1,0 +1,65 @@
+"""Append-only orchestrator task records: current state is the last record per task_id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from storage.db import Database
+from storage.models import TaskEvent
+
+
+class TaskRepo:
+    """Implements ``core.ports.TaskLog``."""
+
+    db: Database
+    clock: Callable[[], datetime]
+
+    def append_task_event(self, session_id: str, record: Mapping[str, Any]) -> None:
+        """Append the full task record after a transition (never an update in place)."""
+        task_id = record.get("task_id")
+        if not task_id:
+            raise ValueError("a task record needs a task_id")
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            s.add(
+                TaskEvent(
+                    session_id=session_id,
+                    task_id=str(task_id),
+                    state=str(record.get("state") or ""),
+                    record=dict(record),
+                    created_at=self.clock(),
+                )
+            )
+
+    def task_events(self, session_id: str) -> list[dict[str, Any]]:
+        """Every task record of an investigation in the order written (for export)."""
+        self.db.ensure_ready()
+        with self.db.session() as s:
+            rows = s.scalars(
+                select(TaskEvent).where(TaskEvent.session_id == session_id).order_by(TaskEvent.id)
+            )
+            return [dict(r.record) for r in rows]
+
+    def latest_tasks(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """The newest record of every task, oldest task first."""
+        self.db.ensure_ready()
+        newest = select(func.max(TaskEvent.id).label("id")).group_by(TaskEvent.task_id)
+        if session_id is not None:
+            newest = newest.where(TaskEvent.session_id == session_id)
+        query = select(TaskEvent).where(TaskEvent.id.in_(newest.scalar_subquery()))
+        with self.db.session() as s:
+            rows = s.scalars(query.order_by(TaskEvent.id))
+            return [dict(r.record) for r in rows]
+
+    def latest_task(self, task_id: str) -> dict[str, Any] | None:
+        self.db.ensure_ready()
+        with self.db.session() as s:
+            row = s.scalars(
+                select(TaskEvent).where(TaskEvent.task_id == task_id)
+                .order_by(TaskEvent.id.desc()).limit(1)
+            ).first()
+            return None if row is None else dict(row.record)

@@ -1,0 +1,133 @@
+"""`ghost` as an engineer runs it: a real subprocess against a real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from core.session_state import ChecksumStatus, check_checksum
+from storage.store import Store
+
+GHOST = [sys.executable, "-m", "bot.cli"]
+
+
+def ghost(
+    env: dict[str, str], *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GHOST, *args], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=cwd or Path(env["GHOST_DATA_DIR"]).parent,
+                          check=False)
+
+
+@pytest.fixture
+def investigation(store: Store) -> str:
+    sid = store.create_investigation(symptom="vm-a cannot reach vm-b on 443", model="m",
+                                     audit_dir="./audit/").session_id
+    for i in range(3):
+        store.append_audit(sid, {"kind": "command", "command": f"dig +short host{i}.example",
+                                 "classification": "SAFE", "status": "completed",
+                                 "exit_code": 0, "output": "10.0.0.4", "environment": "local",
+                                 "action": "auto_approved", "actor": "ghost"})
+    store.append_task_event(sid, {"task_id": "ghost_vm-a_20250115T143200", "state": "CREATED"})
+    store.append_task_event(sid, {"task_id": "ghost_vm-a_20250115T143200", "state": "WAITING"})
+    return sid
+
+
+def test_verify_ok_then_tampered(cli_env: dict[str, str], store: Store, investigation: str) -> None:
+    ok = ghost(cli_env, "audit", "verify", investigation)
+    assert ok.returncode == 0, ok.stderr
+    assert "3 records" in ok.stdout
+    with store.db.engine.begin() as conn:  # behind the application's back
+        if store.db.dialect == "sqlite":
+            conn.execute(text("DROP TRIGGER audit_events_no_update"))
+        else:
+            conn.execute(text("DROP TRIGGER audit_events_append_only ON audit_events"))
+        conn.execute(text("UPDATE audit_events SET output = '10.6.6.6' WHERE audit_id = :a"),
+                     {"a": f"{investigation}_002"})
+    bad = ghost(cli_env, "audit", "verify", investigation)
+    assert bad.returncode == 3
+    assert f"{investigation}_002" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_export_writes_the_two_jsonl_files(cli_env: dict[str, str], investigation: str,
+                                           tmp_path: Path) -> None:
+    out = tmp_path / "export"
+    run = ghost(cli_env, "audit", "export", investigation, "--dir", str(out))
+    assert run.returncode == 0, run.stderr
+    audit = [json.loads(line) for line in
+             (out / f"shell_audit_{investigation}.jsonl").read_text().splitlines()]
+    tasks = [json.loads(line) for line in
+             (out / f"orchestrator_tasks_{investigation}.jsonl").read_text().splitlines()]
+    assert [r["audit_id"] for r in audit] == [f"{investigation}_00{i}" for i in (1, 2, 3)]
+    assert {"command", "classification", "status", "exit_code", "output", "environment",
+            "hash", "prev_hash"} <= set(audit[0])
+    assert [t["state"] for t in tasks] == ["CREATED", "WAITING"]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_session_show_json_prints_the_section_8_document(cli_env: dict[str, str],
+                                                         investigation: str) -> None:
+    run = ghost(cli_env, "session", "show", investigation, "--json")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["session_id"] == investigation and "_checksum" in doc
+    assert check_checksum(doc) is ChecksumStatus.OK
+    human = ghost(cli_env, "session", "show", investigation)
+    assert "vm-a cannot reach vm-b" in human.stdout and "3 records" in human.stdout
+
+
+@pytest.mark.parametrize("command", [["audit", "verify"], ["session", "show"],
+                                     ["audit", "export", "--dir", "x"]])
+def test_unknown_sid_is_one_line(cli_env: dict[str, str], command: list[str]) -> None:
+    run = ghost(cli_env, *command[:2], "ghost_19990101_000000", *command[2:])
+    assert run.returncode != 0
+    assert run.stderr.count("\n") == 1 and "ghost_19990101_000000" in run.stderr
+    assert "ghost session list" in run.stderr
+
+
+def _env(tmp_path: Path, url: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GHOST_")}
+    env["GHOST_DATA_DIR"] = str(tmp_path / "data")
+    if url:
+        env["GHOST_DATABASE_URL"] = url
+    return env
+
+
+def test_unreachable_database_is_one_line(tmp_path: Path) -> None:
+    env = _env(tmp_path, "postgresql://ghost@127.0.0.1:1/ghost")
+    run = ghost(env, "session", "show", "ghost_x")
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and "Cannot reach the database" in run.stderr
+    assert "GHOST_DATABASE_URL" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_unmigrated_database_says_to_upgrade(tmp_path: Path, database_url: str) -> None:
+    env = _env(tmp_path, database_url)
+    run = ghost(env, "audit", "verify", "ghost_x")
+    assert run.returncode == 2 and "ghost db upgrade" in run.stderr
+    assert run.stderr.count("\n") == 1
+    up = ghost(env, "db", "upgrade")
+    assert up.returncode == 0 and "upgraded" in up.stdout
+    again = ghost(env, "db", "upgrade")
+    assert again.returncode == 0 and "already" in again.stdout
+    assert ghost(env, "session", "list").stdout.strip() == "No investigations yet."
+
+
+def test_default_sqlite_database_is_created_on_first_use(tmp_path: Path) -> None:
+    env = _env(tmp_path, None)
+    run = ghost(env, "session", "list")
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "data" / "ghost.db").exists()
+
+
+def test_help_and_bad_usage(tmp_path: Path) -> None:
+    env = _env(tmp_path, None)
+    assert "audit" in ghost(env, "--help").stdout
+    bad = ghost(env, "audit", "verify")
+    assert bad.returncode == 2 and "SID" in bad.stderr

@@ -1,0 +1,75 @@
+"""The import rules of DESIGN.md "Layers", checked on the source, not remembered.
+
+Arrows point down: bot → cloud | storage | forensics → core. core imports no chat SDK, no
+SQLAlchemy, no Azure SDK, no scapy, and only its executor may import subprocess; forensics
+imports nothing else of the project.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = ("bot", "cloud", "core", "forensics", "storage")
+SDKS = ("slack_bolt", "slack_sdk", "botbuilder", "botframework", "sqlalchemy", "alembic",
+        "azure", "scapy", "google", "aiohttp", "apscheduler", "psycopg", "pydantic_settings")
+ALLOWED = {
+    "core": set(),
+    "forensics": set(),
+    "storage": {"core"},
+    "cloud": {"core"},
+    "bot": set(PROJECT),
+}
+SUBPROCESS_OK = {"core/safety/executor.py"}
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(
+                node.func, "id", None)) in ("import_module", "__import__"):
+            if node.args and isinstance(node.args[0], ast.Constant):
+                names.append(str(node.args[0].value))
+    return names
+
+
+def _sources(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("package", PROJECT)
+def test_arrows_point_down(package: str) -> None:
+    bad = []
+    for path in _sources(package):
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top in PROJECT and top != package and top not in ALLOWED[package]:
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_core_imports_no_sdk_and_no_subprocess_outside_the_executor() -> None:
+    bad = []
+    for path in _sources("core"):
+        rel = path.relative_to(ROOT).as_posix()
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top in SDKS:
+                bad.append(f"{rel} imports {name}")
+            if top in ("subprocess", "os.system", "pty") and rel not in SUBPROCESS_OK:
+                bad.append(f"{rel} imports {name} (only the executor may run processes)")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
+    bad = tmp_path / "x.py"
+    bad.write_text("import subprocess\nfrom sqlalchemy import text\nfrom bot import cli\n")
+    assert _imports(bad) == ["subprocess", "sqlalchemy", "bot"]
