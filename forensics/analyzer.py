@@ -1,0 +1,421 @@
+"""The single pass over a capture: decode each record at struct level and feed the analyses.
+
+Everything per packet happens in ``Analyzer.run`` with local-variable caching: this
+loop decides the engine's speed. Rare work (DNS, ICMP, TLS, HTTP, unusual link types)
+is delegated to small functions in their own modules.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+from . import tcp_analysis as T
+from .app import AppStats
+from .dns import DnsStats
+from .flows import (
+    F_EVIDENCE,
+    F_TA,
+    S_ACK,
+    S_DATA,
+    S_FIN,
+    S_RST,
+    S_SYN,
+    S_SYNACK,
+    new_flow,
+    note_events,
+)
+from .icmp import IcmpStats
+from .linklayer import fallback_l3_offset
+from .reader import CaptureInfo, Record
+
+EVIDENCE_PER_FLOW = 10
+EVIDENCE_PER_FLAG = 25
+DNS_PORTS = frozenset((53, 5353, 5355))
+
+_U16 = struct.Struct("!H").unpack_from
+_U32 = struct.Struct("!I").unpack_from
+_TCPHDR = struct.Struct("!HHIIBBH").unpack_from  # sport dport seq ack off flags win
+_UDPHDR = struct.Struct("!HHH").unpack_from
+_IPV6_EXT = frozenset((0, 43, 60, 51))
+
+# Conversation list layout: [dir0 state, dir1 state, first rtt ns, last SYN ns, flow record]
+C_RTT = 2
+C_MRU_SYN = 3
+C_FLOW = 4
+
+
+class Analyzer:
+    """Holds every counter of one capture; ``run`` fills them from a record iterator."""
+
+    def __init__(self, info: CaptureInfo) -> None:
+        self.info = info
+        self.packets = 0
+        self.bytes = 0
+        self.first_ts = 0
+        self.last_ts = 0
+        self.truncated_packets = 0
+        self.oversized_packets = 0  # IP datagrams above 1500 bytes: TSO/GRO at the capture point
+        self.ip_len_zero = 0
+        self.non_ip_packets = 0
+        self.undecodable_packets = 0
+        self.ipv4_packets = 0
+        self.ipv6_packets = 0
+        self.fragments = 0
+        self.max_ip_len = 0
+        self.tcp_resets = 0
+        self.reset_frames: list[int] = []
+        self.flag_counts: dict[int, int] = {}
+        self.flag_frames: dict[int, list[int]] = {}
+        self.frame_flags: dict[int, int] = {}
+        self.tcp_convs: dict[tuple[bytes, int], tuple[list[Any], int]] = {}
+        self.flows: list[list[Any]] = []
+        self.other_flows: dict[tuple[int, bytes, int], tuple[list[Any], int]] = {}
+        self.dns = DnsStats()
+        self.icmp = IcmpStats()
+        self.app = AppStats()
+        self.ts_backwards = 0
+
+    # ------------------------------------------------------------------ helpers
+    def _new_tcp_conv(self, key: tuple[bytes, int], addrs: bytes, alen: int, sport: int,
+                      dport: int, ts: int, frame: int) -> list[Any]:
+        flow = new_flow(6, addrs, sport, dport, ts, frame)
+        self.flows.append(flow)
+        conv: list[Any] = [T.new_direction(), T.new_direction(), 0, 0, flow]
+        self.tcp_convs[key] = (conv, 0)
+        rkey = (addrs[alen:] + addrs[:alen], (dport << 16) | sport)
+        self.tcp_convs[rkey] = (conv, 1)
+        return conv
+
+    def _other_flow(self, proto: int, addrs: bytes, alen: int, sport: int, dport: int,
+                    ts: int, frame: int) -> tuple[list[Any], int]:
+        key = (proto, addrs, (sport << 16) | dport)
+        hit = self.other_flows.get(key)
+        if hit is None:
+            flow = new_flow(proto, addrs, sport, dport, ts, frame)
+            self.flows.append(flow)
+            hit = (flow, 0)
+            self.other_flows[key] = hit
+            self.other_flows[(proto, addrs[alen:] + addrs[:alen], (dport << 16) | sport)] = (
+                flow,
+                1,
+            )
+        return hit
+
+    def _note_flags(self, ta: int, frame: int, flow: list[Any]) -> None:
+        self.frame_flags[frame] = ta
+        bits = ta
+        if bits & (T.FAST_RETRANSMISSION | T.SPURIOUS_RETRANSMISSION):
+            bits |= T.RETRANSMISSION
+        counts = flow[F_TA]
+        if counts is None:
+            counts = flow[F_TA] = {}
+        for bit, name in T.FLAG_NAMES:
+            if bits & bit:
+                self.flag_counts[bit] = self.flag_counts.get(bit, 0) + 1
+                frames = self.flag_frames.setdefault(bit, [])
+                if len(frames) < EVIDENCE_PER_FLAG:
+                    frames.append(frame)
+                counts[name] = counts.get(name, 0) + 1
+        ev = flow[F_EVIDENCE]
+        if ev is None:
+            ev = flow[F_EVIDENCE] = []
+        if len(ev) < EVIDENCE_PER_FLOW:
+            ev.append(frame)
+
+    # ------------------------------------------------------------------ main loop
+    def run(self, records: Iterator[Record]) -> None:  # noqa: C901 - the hot loop, kept flat
+        """Consume every record; per-packet state only, nothing kept per packet.
+
+        List indexes are literals (flows.F_*, tcp_analysis state, C_*): global lookups
+        cost measurable time at a million packets.
+        """
+        tcp_convs = self.tcp_convs
+        analyze = T.analyze
+        tcphdr = _TCPHDR
+        u16 = _U16
+        u32 = _U32
+        udphdr = _UDPHDR
+        dns = self.dns
+        icmp = self.icmp
+        app = self.app
+        other_flow = self._other_flow
+        frame = self.packets
+        nbytes = 0
+        truncated = 0
+        oversized = 0
+        first_ts = self.first_ts
+        last_ts = self.last_ts
+        v4 = v6 = 0
+        resets = 0
+        for buf, off, caplen, wirelen, ts, linktype in records:
+            frame += 1
+            nbytes += wirelen
+            end = off + caplen
+            if caplen < wirelen:
+                truncated += 1
+            if ts < last_ts:
+                self.ts_backwards += 1
+            else:
+                last_ts = ts
+            if frame == 1:
+                first_ts = ts
+            # ---------------- link layer
+            if linktype == 1:
+                et = u16(buf, off + 12)[0] if caplen >= 14 else 0
+                l3 = off + 14
+                while et in (0x8100, 0x88A8, 0x9100) and l3 + 4 <= end:
+                    et = u16(buf, l3 + 2)[0]
+                    l3 += 4
+            elif linktype == 113:
+                et = u16(buf, off + 14)[0] if caplen >= 16 else 0
+                l3 = off + 16
+            elif linktype == 276:
+                et = u16(buf, off)[0] if caplen >= 20 else 0
+                l3 = off + 20
+            elif linktype in (101, 12, 14, 228, 229):
+                l3 = off
+                ver = buf[off] >> 4 if caplen else 0
+                et = 0x0800 if ver == 4 else 0x86DD if ver == 6 else 0
+            elif linktype in (0, 108):
+                l3 = off + 4
+                if caplen < 4:
+                    et = 0
+                else:
+                    fam = buf[off] | buf[off + 3]
+                    et = 0x0800 if fam == 2 else 0x86DD if fam in (10, 24, 28, 30) else 0
+            else:
+                l3 = fallback_l3_offset(linktype, buf[off:end])
+                if l3 < 0:
+                    self.undecodable_packets += 1
+                    continue
+                ver = buf[off + l3] >> 4
+                l3 += off
+                et = 0x0800 if ver == 4 else 0x86DD if ver == 6 else 0
+            # ---------------- network layer
+            wire_end = l3 - off  # bytes of link header, for wire-length arithmetic
+            if et == 0x0800:
+                if l3 + 20 > end:
+                    self.undecodable_packets += 1
+                    continue
+                v4 += 1
+                ihl = (buf[l3] & 0x0F) * 4
+                iplen = u16(buf, l3 + 2)[0]
+                avail = wirelen - wire_end
+                if iplen == 0:
+                    self.ip_len_zero += 1
+                    iplen = avail
+                elif iplen > avail:
+                    iplen = avail
+                if iplen > 1500:
+                    oversized += 1
+                    if iplen > self.max_ip_len:
+                        self.max_ip_len = iplen
+                proto = buf[l3 + 9]
+                if u16(buf, l3 + 6)[0] & 0x3FFF:
+                    self.fragments += 1
+                    if u16(buf, l3 + 6)[0] & 0x1FFF:
+                        other_flow(proto, buf[l3 + 12 : l3 + 20], 4, 0, 0, ts, frame)
+                        continue
+                addrs = buf[l3 + 12 : l3 + 20]
+                alen = 4
+                l4 = l3 + ihl
+                l4len = iplen - ihl
+                if ihl < 20:
+                    self.undecodable_packets += 1
+                    continue
+            elif et == 0x86DD:
+                if l3 + 40 > end:
+                    self.undecodable_packets += 1
+                    continue
+                v6 += 1
+                plen = u16(buf, l3 + 4)[0]
+                avail = wirelen - wire_end - 40
+                if plen == 0 or plen > avail:
+                    plen = avail
+                if plen + 40 > 1500:
+                    oversized += 1
+                    if plen + 40 > self.max_ip_len:
+                        self.max_ip_len = plen + 40
+                proto = buf[l3 + 6]
+                addrs = buf[l3 + 8 : l3 + 40]
+                alen = 16
+                l4 = l3 + 40
+                l4len = plen
+                frag = False
+                while proto in _IPV6_EXT or proto == 44:
+                    if l4 + 8 > end:
+                        break
+                    if proto == 44:
+                        frag = True
+                        hl = 8
+                        if u16(buf, l4 + 2)[0] & 0xFFF9:
+                            self.fragments += 1
+                    elif proto == 51:
+                        hl = (buf[l4 + 1] + 2) * 4
+                    else:
+                        hl = (buf[l4 + 1] + 1) * 8
+                    proto = buf[l4]
+                    l4 += hl
+                    l4len -= hl
+                if frag and proto != 58:
+                    other_flow(proto, addrs, 16, 0, 0, ts, frame)
+                    continue
+            else:
+                self.non_ip_packets += 1
+                continue
+            # ---------------- transport layer
+            if proto == 6:
+                if l4 + 20 > end:
+                    self.undecodable_packets += 1
+                    continue
+                sport, dport, seq, ack, doff, th, win = tcphdr(buf, l4)
+                hlen = (doff >> 4) * 4
+                seglen = l4len - hlen
+                if th & 0x04:
+                    resets += 1
+                    if len(self.reset_frames) < EVIDENCE_PER_FLAG:
+                        self.reset_frames.append(frame)
+                if hlen < 20 or seglen < 0:
+                    self.undecodable_packets += 1
+                    continue
+                key = (addrs, (sport << 16) | dport)
+                hit = tcp_convs.get(key)
+                if hit is None:
+                    conv = self._new_tcp_conv(key, addrs, alen, sport, dport, ts, frame)
+                    d = 0
+                else:
+                    conv, d = hit
+                fwd = conv[d]
+                if th & 0x12 == 0x02:
+                    if fwd[0] and seq != fwd[10]:
+                        # A new SYN with another ISN on the same ports: a new conversation.
+                        conv = self._new_tcp_conv(key, addrs, alen, sport, dport, ts, frame)
+                        d = 0
+                        fwd = conv[0]
+                    conv[3] = ts
+                flow = conv[4]
+                rev = conv[1 - d]
+                if th & 0x02:
+                    ws = -1
+                    if hlen > 20 and l4 + hlen <= end:
+                        ws = _window_scale(buf, l4 + 20, l4 + hlen)
+                    if ws >= 0:
+                        fwd[7] = ws
+                    elif fwd[7] == -1:
+                        fwd[7] = -2
+                        rev[7] = -2
+                else:
+                    sc = fwd[7]
+                    if sc > 0:
+                        win <<= sc
+                    if th & 0x10 and not conv[2] and conv[3]:
+                        conv[2] = ts - conv[3]
+                        flow[19] = ts
+                        flow[17] = conv[3]
+                rtt = conv[2]
+                ta = analyze(fwd, rev, seq, ack, seglen, th, win, ts, rtt if rtt else 3_000_000)
+                if ta:
+                    self._note_flags(ta, frame, flow)
+                # flow bookkeeping
+                if d:
+                    flow[6] += 1
+                    flow[7] += wirelen
+                    flow[9] += seglen
+                    seen = flow[14]
+                else:
+                    flow[4] += 1
+                    flow[5] += wirelen
+                    flow[8] += seglen
+                    seen = flow[13]
+                flow[11] = ts
+                flow[21] = frame
+                ev = (
+                    (S_SYNACK if th & 0x10 else S_SYN) if th & 0x02 else 0
+                ) | (S_FIN if th & 0x01 else 0) | (S_RST if th & 0x04 else 0)
+                if seglen:
+                    ev |= S_DATA
+                elif th == 0x10:
+                    ev |= S_ACK
+                if ev & ~seen:
+                    note_events(flow, d, ev)
+                    if ev & S_SYNACK and not flow[18]:
+                        flow[18] = ts
+                    if ev & S_RST:
+                        evl = flow[20]
+                        if evl is None:
+                            evl = flow[20] = []
+                        if len(evl) < EVIDENCE_PER_FLOW:
+                            evl.append(frame)
+                if seglen:
+                    p = l4 + hlen
+                    if p < end:
+                        c0 = buf[p]
+                        if c0 == 0x15 or c0 == 0x48:
+                            app.tcp_payload(buf, p, end, frame, addrs, sport, dport, c0)
+                        elif sport in DNS_PORTS or dport in DNS_PORTS:
+                            dns.tcp_payload(buf, p, end, ts, frame, addrs, alen, sport, dport)
+            elif proto == 17:
+                if l4 + 8 > end:
+                    self.undecodable_packets += 1
+                    continue
+                sport, dport, _ulen = udphdr(buf, l4)
+                flow, d = other_flow(17, addrs, alen, sport, dport, ts, frame)
+                if d:
+                    flow[6] += 1
+                    flow[7] += wirelen
+                    flow[9] += l4len - 8
+                else:
+                    flow[4] += 1
+                    flow[5] += wirelen
+                    flow[8] += l4len - 8
+                flow[11] = ts
+                flow[21] = frame
+                if sport in DNS_PORTS or dport in DNS_PORTS:
+                    dns.message(buf, l4 + 8, end, ts, frame, addrs, alen, sport, dport)
+            else:
+                if proto == 1 or proto == 58:
+                    if l4 + 4 <= end:
+                        icmp.packet(buf, l4, end, proto, frame, addrs, alen)
+                    else:
+                        self.undecodable_packets += 1
+                flow, d = other_flow(proto, addrs, alen, 0, 0, ts, frame)
+                if d:
+                    flow[6] += 1
+                    flow[7] += wirelen
+                else:
+                    flow[4] += 1
+                    flow[5] += wirelen
+                flow[11] = ts
+                flow[21] = frame
+        self.packets = frame
+        self.bytes += nbytes
+        self.truncated_packets += truncated
+        self.oversized_packets += oversized
+        self.first_ts = first_ts
+        self.last_ts = last_ts
+        self.ipv4_packets += v4
+        self.ipv6_packets += v6
+        self.tcp_resets += resets
+        _ = u32
+
+
+def _window_scale(buf: bytes, p: int, end: int) -> int:
+    """The window-scale shift from a SYN's options, or -1 when absent (capped at 14)."""
+    while p < end:
+        kind = buf[p]
+        if kind == 0:
+            break
+        if kind == 1:
+            p += 1
+            continue
+        if p + 1 >= end:
+            break
+        ln = buf[p + 1]
+        if ln < 2:
+            break
+        if kind == 3 and ln == 3 and p + 2 < end:
+            return min(buf[p + 2], 14)
+        p += ln
+    return -1

@@ -1,0 +1,130 @@
+"""``ghost-forensics``: analyse a capture (optionally against the other end) and write reports.
+
+Every failure becomes one line on stderr and a non-zero exit: 2 for bad input (not a
+capture, unreadable, unwritable output directory), 3 for an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .compare import compare_captures
+from .engine import analyze_capture
+from .errors import ForensicsError
+from .report import executive_summary_md, forensic_report_md
+from .semantic import build_semantic
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ghost-forensics",
+        description="Forensic analysis of a pcap/pcapng capture (TCP analysis as tshark 4.0, "
+        "DNS, ICMP, TLS, HTTP), with an optional two-ended comparison.",
+    )
+    p.add_argument("capture", help="capture file (pcap or pcapng)")
+    p.add_argument("--semantic-dir", required=True, help="where {stem}_semantic.json goes")
+    p.add_argument("--report-dir", required=True,
+                   help="where {stem}_forensic_report.md and {stem}_executive_summary.md go")
+    p.add_argument("--compare", metavar="CAPTURE_B",
+                   help="capture of the same path taken at the other end")
+    p.add_argument("--frame-flags", action="store_true",
+                   help="add frame_flags (every frame with a tcp.analysis flag) to the JSON")
+    return p
+
+
+def _comparison_lines(cmp: dict[str, Any]) -> list[str]:
+    owd = cmp["one_way_delay_ms"]
+    lines = [
+        f"Two-ended comparison with `{Path(cmp['capture_b']).name}` "
+        f"(A = {cmp['host_a']}, B = {cmp['host_b']}):",
+        f"- lost A->B: {cmp['lost_a_to_b']}, lost B->A: {cmp['lost_b_to_a']} "
+        f"(matched {cmp['matched_a_to_b']} / {cmp['matched_b_to_a']} packets)",
+        f"- clock offset B-A: {cmp['clock_offset_ms']} ms; one-way delay min "
+        f"{owd['a_to_b_min']} ms, median A->B {owd['a_to_b_median']} ms, "
+        f"B->A {owd['b_to_a_median']} ms",
+        f"- received at B but never sent by A: {cmp['unsent_but_received_at_b']}"
+        + (" (a middlebox injected them, e.g. a firewall RST)"
+           if cmp["unsent_but_received_at_b"] else ""),
+    ]
+    mb = cmp["matched_by_byte_range"]
+    if mb["a_to_b"] or mb["b_to_a"]:
+        lines.append(f"- matched through TCP byte ranges (TSO/GRO): {mb['a_to_b']} A->B, "
+                     f"{mb['b_to_a']} B->A")
+    return lines
+
+
+def run(argv: list[str] | None = None) -> int:
+    """The CLI without the process exit, for tests."""
+    args = _parser().parse_args(argv)
+    cap = args.capture
+    if not os.path.isfile(cap):
+        raise ForensicsError(f"capture not found: {cap}")
+    if args.compare and not os.path.isfile(args.compare):
+        raise ForensicsError(f"comparison capture not found: {args.compare}")
+    analyzer = analyze_capture(cap)
+    doc = build_semantic(analyzer, cap, frame_flags=args.frame_flags)
+    stem = Path(cap).stem
+    extra: list[str] = []
+    if args.compare:
+        cmp = compare_captures(cap, args.compare)
+        doc["comparison"] = cmp
+        extra = _comparison_lines(cmp)
+        doc["findings"].insert(0, {
+            "id": "two_ended_comparison", "rank": 0, "severity": "info",
+            "score": 100.0, "title": "Two-ended comparison", "detail": " ".join(extra[1:]),
+            "evidence_frames": [], "next_step": "See the comparison section of the report.",
+        })
+        for i, f in enumerate(doc["findings"], 1):
+            f["rank"] = i
+    os.makedirs(args.semantic_dir, exist_ok=True)
+    os.makedirs(args.report_dir, exist_ok=True)
+    sem_path = os.path.join(args.semantic_dir, f"{stem}_semantic.json")
+    rep_path = os.path.join(args.report_dir, f"{stem}_forensic_report.md")
+    exe_path = os.path.join(args.report_dir, f"{stem}_executive_summary.md")
+    with open(sem_path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1, default=str)
+    report = forensic_report_md(doc, stem)
+    summary = executive_summary_md(doc, stem)
+    if extra:
+        marker = "## Findings"
+        report = report.replace(marker, "\n".join(extra) + "\n\n" + marker, 1)
+        s_lines = summary.rstrip("\n").split("\n")
+        summary = "\n".join((s_lines[:2] + extra + [""] + s_lines[2:])[:50]) + "\n"
+    with open(rep_path, "w", encoding="utf-8") as fh:
+        fh.write(report)
+    with open(exe_path, "w", encoding="utf-8") as fh:
+        fh.write(summary)
+    for w in analyzer.info.warnings:
+        print(f"ghost-forensics: warning: {w}", file=sys.stderr)
+    print(sem_path)
+    print(rep_path)
+    print(exe_path)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: never a traceback, always a one-line reason on failure."""
+    try:
+        code = run(argv)
+    except ForensicsError as exc:
+        print(f"ghost-forensics: error: {exc}", file=sys.stderr)
+        code = EXIT_BAD_INPUT
+    except OSError as exc:
+        print(f"ghost-forensics: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(),
+              file=sys.stderr)
+        code = EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("ghost-forensics: interrupted", file=sys.stderr)
+        code = 130
+    except Exception as exc:  # noqa: BLE001 - the CLI promise: one line, no traceback
+        print(f"ghost-forensics: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        code = EXIT_INTERNAL
+    return code

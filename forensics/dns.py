@@ -1,0 +1,178 @@
+"""DNS over UDP and TCP: queries, answers, rcodes, retries and slow or missing answers.
+
+Only the header and the first question are decoded: that is enough to pair queries
+with answers (client, server, ports, transaction id) and to name what was asked.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+RCODE_NAMES = {
+    0: "NOERROR",
+    1: "FORMERR",
+    2: "SERVFAIL",
+    3: "NXDOMAIN",
+    4: "NOTIMP",
+    5: "REFUSED",
+    6: "YXDOMAIN",
+    7: "YXRRSET",
+    8: "NXRRSET",
+    9: "NOTAUTH",
+    10: "NOTZONE",
+}
+QTYPE_NAMES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA",
+               33: "SRV", 65: "HTTPS", 255: "ANY"}
+MAX_PENDING = 100_000
+MAX_EXAMPLES = 20
+
+
+def read_name(buf: bytes, start: int, p: int, end: int) -> tuple[str, int]:
+    """Decode a (possibly compressed) name at ``p``; returns it and the offset after it."""
+    labels: list[str] = []
+    after = -1
+    hops = 0
+    total = 0
+    while p < end:
+        ln = buf[p]
+        if ln == 0:
+            p += 1
+            break
+        if ln & 0xC0 == 0xC0:
+            if p + 1 >= end:
+                raise ValueError("truncated compression pointer")
+            if after < 0:
+                after = p + 2
+            p = start + (((ln & 0x3F) << 8) | buf[p + 1])
+            hops += 1
+            if hops > 32:
+                raise ValueError("compression loop")
+            continue
+        if ln & 0xC0:
+            raise ValueError("bad label")
+        label = buf[p + 1 : p + 1 + ln]
+        if len(label) < ln:
+            raise ValueError("truncated label")
+        labels.append(label.decode("ascii", "replace"))
+        total += ln + 1
+        if total > 255:
+            raise ValueError("name too long")
+        p += 1 + ln
+    else:
+        raise ValueError("name runs off the packet")
+    return (".".join(labels) or "."), (after if after >= 0 else p)
+
+
+class DnsStats:
+    """Accumulates DNS facts across the capture."""
+
+    def __init__(self) -> None:
+        self.queries = 0
+        self.responses = 0
+        self.rcodes: dict[int, int] = {}
+        self.malformed = 0
+        self.pending: dict[tuple[bytes, int, int, int], tuple[int, int, str, str]] = {}
+        self.asked: dict[tuple[bytes, str, str], int] = {}
+        self.retries = 0
+        self.retry_examples: list[dict[str, Any]] = []
+        self.latencies: list[tuple[float, str, str, int, int]] = []
+        self.failures: list[dict[str, Any]] = []
+        self.qtypes: dict[str, int] = {}
+
+    def tcp_payload(self, buf: bytes, p: int, end: int, ts: int, frame: int, addrs: bytes,
+                    alen: int, sport: int, dport: int) -> None:
+        """DNS over TCP: walk whole length-prefixed messages present in this segment."""
+        while p + 2 + 12 <= end:
+            ln = (buf[p] << 8) | buf[p + 1]
+            if ln < 12:
+                return
+            self.message(buf, p + 2, min(end, p + 2 + ln), ts, frame, addrs, alen, sport, dport)
+            p += 2 + ln
+
+    def message(self, buf: bytes, p: int, end: int, ts: int, frame: int, addrs: bytes,
+                alen: int, sport: int, dport: int) -> None:
+        """One DNS message starting at ``p``."""
+        if p + 12 > end:
+            self.malformed += 1
+            return
+        txid = (buf[p] << 8) | buf[p + 1]
+        flags = (buf[p + 2] << 8) | buf[p + 3]
+        qdcount = (buf[p + 4] << 8) | buf[p + 5]
+        qname, qtype = "", ""
+        if qdcount:
+            try:
+                qname, q = read_name(buf, p, p + 12, end)
+                if q + 4 <= end:
+                    qt = (buf[q] << 8) | buf[q + 1]
+                    qtype = QTYPE_NAMES.get(qt, str(qt))
+            except (ValueError, IndexError):
+                self.malformed += 1
+        src, dst = addrs[:alen], addrs[alen:]
+        if flags & 0x8000:
+            self.responses += 1
+            rcode = flags & 0x000F
+            self.rcodes[rcode] = self.rcodes.get(rcode, 0) + 1
+            q_hit = self.pending.pop((dst + src, dport, sport, txid), None)
+            if q_hit is not None:
+                qts, qframe, qn, qt2 = q_hit
+                self.latencies.append(((ts - qts) / 1e6, qn or qname, qt2 or qtype, qframe, frame))
+                self.asked.pop((dst, qn, qt2), None)
+            if rcode and len(self.failures) < 200:
+                self.failures.append({
+                    "frame": frame, "name": qname, "qtype": qtype,
+                    "rcode": RCODE_NAMES.get(rcode, str(rcode)),
+                    "server": _ip(src), "client": _ip(dst),
+                })
+        else:
+            self.queries += 1
+            if qtype:
+                self.qtypes[qtype] = self.qtypes.get(qtype, 0) + 1
+            if len(self.pending) < MAX_PENDING:
+                self.pending[(addrs, sport, dport, txid)] = (ts, frame, qname, qtype)
+            akey = (src, qname, qtype)
+            if akey in self.asked:
+                self.retries += 1
+                if len(self.retry_examples) < MAX_EXAMPLES:
+                    self.retry_examples.append(
+                        {"frame": frame, "first_frame": self.asked[akey], "name": qname,
+                         "qtype": qtype, "client": _ip(src)}
+                    )
+            elif len(self.asked) < MAX_PENDING:
+                self.asked[akey] = frame
+
+    def summary(self) -> dict[str, Any]:
+        """The semantic-JSON section."""
+        unanswered = [
+            {"frame": fr, "name": qn, "qtype": qt, "client": _ip(k[0][: len(k[0]) // 2]),
+             "server": _ip(k[0][len(k[0]) // 2:])}
+            for k, (_ts, fr, qn, qt) in self.pending.items()
+        ]
+        unanswered.sort(key=lambda u: str(u["frame"]).zfill(12))
+        slow = sorted(self.latencies, key=lambda x: -x[0])[:10]
+        lat = sorted(x[0] for x in self.latencies)
+        return {
+            "queries": self.queries,
+            "responses": self.responses,
+            "rcodes": {RCODE_NAMES.get(k, str(k)): v for k, v in sorted(self.rcodes.items())},
+            "rcode_numbers": {str(k): v for k, v in sorted(self.rcodes.items())},
+            "query_types": dict(sorted(self.qtypes.items())),
+            "unanswered_queries": len(unanswered),
+            "unanswered": unanswered[:MAX_EXAMPLES],
+            "retries": self.retries,
+            "retry_examples": self.retry_examples,
+            "median_answer_ms": round(lat[len(lat) // 2], 3) if lat else None,
+            "slowest_answers": [
+                {"ms": round(ms, 3), "name": n, "qtype": t, "query_frame": qf, "answer_frame": af}
+                for ms, n, t, qf, af in slow
+            ],
+            "failures": self.failures[:MAX_EXAMPLES],
+            "malformed": self.malformed,
+        }
+
+
+def _ip(raw: bytes) -> str:
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        return raw.hex()

@@ -1,0 +1,23 @@
+"""Typed errors of the forensic engine.
+
+Each one carries a message written for an on-call engineer; the CLI prints it on
+one line and exits 2 instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+
+class ForensicsError(Exception):
+    """Base class: anything the CLI turns into a one-line message."""
+
+
+class NotACaptureError(ForensicsError):
+    """The file is not a pcap or pcapng capture (or is empty)."""
+
+
+class CorruptCaptureError(ForensicsError):
+    """The capture's structure is broken beyond the point where reading can go on."""
+
+
+class UnsupportedLinkTypeError(ForensicsError):
+    """The capture uses a link layer the engine cannot decode."""

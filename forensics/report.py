@@ -1,0 +1,146 @@
+"""Markdown reports: the full forensic report and the short executive summary.
+
+The Executive Summary comes first in the report and is also written alone (at most 50
+lines) because the investigation engine reads it through a shell that truncates output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXEC_MAX_LINES = 50
+TOP_FINDINGS = 6
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+def executive_summary_lines(doc: dict[str, Any], title: str) -> list[str]:
+    """The summary block (without a heading), short enough to survive truncation."""
+    cap = doc["capture"]
+    lines = [
+        f"Capture `{title}`: {cap['packets']} packets, {_human_bytes(cap['bytes'])}, "
+        f"{cap['duration_s']:.1f} s, {doc['flow_count']} flows ({doc['tcp_flow_count']} TCP).",
+    ]
+    if cap["warnings"]:
+        lines.append(f"WARNING: {cap['warnings'][0]}")
+    lines.append("")
+    findings = doc["findings"]
+    for f in findings[:TOP_FINDINGS]:
+        ev = ", ".join(str(x) for x in f["evidence_frames"][:6])
+        lines.append(f"{f['rank']}. **[{f['severity'].upper()}] {f['title']}**")
+        lines.append(f"   {f['detail']}"[:300])
+        lines.append(f"   Next: {f['next_step']}"[:300])
+        if ev:
+            lines.append(f"   Evidence frames: {ev}")
+    if len(findings) > TOP_FINDINGS:
+        lines.append(f"({len(findings) - TOP_FINDINGS} more finding(s) in the full report.)")
+    ta = doc["tcp_analysis"]
+    nonzero = ", ".join(f"{k} {v}" for k, v in ta.items() if v)
+    lines.append("")
+    lines.append(f"TCP analysis: {nonzero or 'no flags'}; resets {doc['tcp_resets']}.")
+    rc = doc["dns"]["rcodes"]
+    if doc["dns"]["queries"] or rc:
+        lines.append(
+            f"DNS: {doc['dns']['queries']} queries, answers "
+            + (", ".join(f"{k} {v}" for k, v in rc.items()) or "none")
+            + f", unanswered {doc['dns']['unanswered_queries']}."
+        )
+    return lines[:EXEC_MAX_LINES - 2]
+
+
+def executive_summary_md(doc: dict[str, Any], title: str) -> str:
+    """The standalone executive summary file (at most 50 lines)."""
+    lines = [f"## Executive Summary — {title}", ""] + executive_summary_lines(doc, title)
+    return "\n".join(lines[:EXEC_MAX_LINES]) + "\n"
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for r in rows:
+        out.append("| " + " | ".join(str(c).replace("|", "/") for c in r) + " |")
+    return out
+
+
+def forensic_report_md(doc: dict[str, Any], title: str) -> str:
+    """The full report: summary first, then the evidence section by section."""
+    cap = doc["capture"]
+    L: list[str] = [f"# Forensic Report — {title}", ""]
+    L += ["## Executive Summary", ""] + executive_summary_lines(doc, title) + [""]
+    L += ["## Findings", ""]
+    L += _table(["#", "severity", "finding", "evidence frames", "next step"], [
+        [f["rank"], f["severity"], f["title"], ", ".join(map(str, f["evidence_frames"][:8])),
+         f["next_step"]] for f in doc["findings"]
+    ])
+    L += ["", "## Capture", ""]
+    links = ", ".join(lt["name"] for lt in cap["link_types"]) or "unknown"
+    L += [
+        f"- file: `{cap['file']}` ({cap['format']}, link type {links}, snaplen {cap['snaplen']})",
+        f"- packets {cap['packets']}, bytes {cap['bytes']}, duration {cap['duration_s']} s",
+        f"- truncated packets {cap['truncated_packets']}, non-IP {cap['non_ip_packets']}, "
+        f"undecodable {cap['undecodable_packets']}, IP fragments {cap['ip_fragments']}",
+        f"- offload: {'yes' if cap['offload']['likely'] else 'no sign'} "
+        f"(largest IP datagram {cap['offload']['largest_ip_datagram']} bytes)",
+    ]
+    for w in cap["warnings"]:
+        L.append(f"- WARNING: {w}")
+    L += ["", "## TCP", ""]
+    L += _table(["flag", "frames"], [[k, v] for k, v in doc["tcp_analysis"].items() if v])
+    L += ["", f"RST packets: {doc['tcp_resets']}; connection states: "
+          + ", ".join(f"{k} {v}" for k, v in doc["tcp_conn_states"].items()), ""]
+    L += ["### Flows (problem flows first)", ""]
+    rows = []
+    for fl in doc["flows"][:40]:
+        rows.append([
+            fl["proto"], f"{fl['src']}:{fl['sport']}", f"{fl['dst']}:{fl['dport']}",
+            fl.get("conn_state", ""), fl.get("history", ""),
+            f"{fl['orig_packets']}/{fl['resp_packets']}",
+            f"{fl['orig_bytes']}/{fl['resp_bytes']}",
+            fl.get("handshake_rtt_ms") or "",
+            ", ".join(f"{k} {v}" for k, v in (fl.get("tcp_analysis") or {}).items()),
+        ])
+    L += _table(["proto", "orig", "resp", "state", "history", "pkts o/r", "bytes o/r",
+                 "hs rtt ms", "tcp analysis"], rows)
+    dns = doc["dns"]
+    L += ["", "## DNS", "",
+          f"queries {dns['queries']}, responses {dns['responses']}, unanswered "
+          f"{dns['unanswered_queries']}, retries {dns['retries']}, median answer "
+          f"{dns['median_answer_ms']} ms", ""]
+    if dns["rcodes"]:
+        L += _table(["rcode", "responses"], [[k, v] for k, v in dns["rcodes"].items()]) + [""]
+    if dns["failures"]:
+        L += _table(["frame", "name", "type", "rcode", "server"], [
+            [f["frame"], f["name"], f["qtype"], f["rcode"], f["server"]] for f in dns["failures"]
+        ]) + [""]
+    if dns["slowest_answers"]:
+        L += _table(["ms", "name", "type", "query frame", "answer frame"], [
+            [s["ms"], s["name"], s["qtype"], s["query_frame"], s["answer_frame"]]
+            for s in dns["slowest_answers"][:5]
+        ]) + [""]
+    icmp = doc["icmp"]
+    L += ["## ICMP", ""]
+    if icmp["type_code"] or icmp["icmpv6_type_code"]:
+        L += _table(["type/code", "packets"], [[k, v] for k, v in icmp["type_code"].items()]
+                    + [[f"v6 {k}", v] for k, v in icmp["icmpv6_type_code"].items()])
+    for e in icmp["unreachables"] + icmp["fragmentation_needed"]:
+        q = e.get("quoted_flow") or {}
+        L.append(f"- frame {e['frame']}: {e['meaning']} from {e['from']} about {q.get('proto')} "
+                 f"{q.get('src')}:{q.get('sport', '')} -> {q.get('dst')}:{q.get('dport', '')}"
+                 + (f" (next-hop MTU {e['next_hop_mtu']})" if "next_hop_mtu" in e else ""))
+    L += ["", "## TLS and HTTP", ""]
+    L.append("TLS alerts: " + (", ".join(f"{k} {v}" for k, v in
+                                          doc["tls_alerts"]["counts"].items()) or "none"))
+    L.append("HTTP status codes: " + (", ".join(f"{k} {v}" for k, v in
+                                               doc["http"]["status_codes"].items()) or "none"))
+    L += ["", "## Top talkers", ""]
+    L += _table(["address", "pkts sent", "bytes sent", "pkts recv", "bytes recv", "flows"], [
+        [t["address"], t["packets_sent"], t["bytes_sent"], t["packets_received"],
+         t["bytes_received"], t["flows"]] for t in doc["top_talkers"]
+    ])
+    L.append("")
+    return "\n".join(L)

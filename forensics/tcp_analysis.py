@@ -1,0 +1,208 @@
+"""Per-segment TCP sequence analysis, following Wireshark's ``tcp.analysis.*`` definitions.
+
+Written from the definitions in the Wireshark User's Guide ("TCP Analysis") and checked
+frame by frame against tshark 4.0 as an oracle. Each flag looks only at the state
+left by earlier segments of the same conversation, so one pass in capture order
+gives the same answer tshark gives. Sequence arithmetic is modulo 2**32.
+
+State lives in plain lists (one per direction) because this runs once per TCP
+segment of a capture that may hold millions of them.
+"""
+
+from __future__ import annotations
+
+# Flag bits (one per tcp.analysis.* field).
+RETRANSMISSION = 0x1
+LOST_SEGMENT = 0x2
+ACK_LOST_SEGMENT = 0x4
+KEEP_ALIVE = 0x8
+DUPLICATE_ACK = 0x10
+ZERO_WINDOW = 0x20
+ZERO_WINDOW_PROBE = 0x40
+ZERO_WINDOW_PROBE_ACK = 0x80
+KEEP_ALIVE_ACK = 0x100
+OUT_OF_ORDER = 0x200
+FAST_RETRANSMISSION = 0x400
+WINDOW_UPDATE = 0x800
+WINDOW_FULL = 0x1000
+SPURIOUS_RETRANSMISSION = 0x2000
+
+# Wireshark field names, in the order tshark lists them.
+FLAG_NAMES: tuple[tuple[int, str], ...] = (
+    (RETRANSMISSION, "retransmission"),
+    (FAST_RETRANSMISSION, "fast_retransmission"),
+    (SPURIOUS_RETRANSMISSION, "spurious_retransmission"),
+    (OUT_OF_ORDER, "out_of_order"),
+    (LOST_SEGMENT, "lost_segment"),
+    (ACK_LOST_SEGMENT, "ack_lost_segment"),
+    (DUPLICATE_ACK, "duplicate_ack"),
+    (ZERO_WINDOW, "zero_window"),
+    (ZERO_WINDOW_PROBE, "zero_window_probe"),
+    (ZERO_WINDOW_PROBE_ACK, "zero_window_probe_ack"),
+    (WINDOW_FULL, "window_full"),
+    (WINDOW_UPDATE, "window_update"),
+    (KEEP_ALIVE, "keep_alive"),
+    (KEEP_ALIVE_ACK, "keep_alive_ack"),
+)
+ALL_FLAG_NAMES: tuple[str, ...] = tuple(name for _bit, name in FLAG_NAMES)
+
+# TCP header flag bits.
+TH_FIN = 0x01
+TH_SYN = 0x02
+TH_RST = 0x04
+TH_ACK = 0x10
+
+M32 = 0xFFFFFFFF
+HALF = 0x80000000
+
+# Indexes into a direction's state list.
+BASE_SET = 0  # base sequence number known
+NEXTSEQ = 1  # highest seq + len seen (0 = not known yet, as in Wireshark)
+NEXTSEQ_TIME = 2  # when NEXTSEQ last advanced (ns)
+MAXSEQ_TO_ACK = 3  # highest contiguous sequence number seen
+LASTACK = 4  # last ACK number sent in this direction
+LASTACK_TIME = 5  # when it was sent (ns)
+WINDOW = 6  # last (scaled) window advertised in this direction
+WIN_SCALE = 7  # -1 unknown, -2 no scaling, >= 0 shift
+LAST_FLAGS = 8  # analysis flags of the previous segment in this direction
+DUPACKS = 9  # duplicate ACKs in a row
+BASE_SEQ = 10
+ACKLOST_ARMED = 11  # may the peer's next ACK beyond MAXSEQ_TO_ACK be flagged
+
+
+def new_direction() -> list[int]:
+    """Fresh per-direction state (window starts 'unknown', i.e. not zero)."""
+    return [0, 0, 0, 0, 0, 0, M32, -1, 0, 0, 0, 1]
+
+
+def flag_names(bits: int) -> list[str]:
+    """Names of the flags in ``bits``; fast and spurious retransmissions are retransmissions too."""
+    if bits & (FAST_RETRANSMISSION | SPURIOUS_RETRANSMISSION):
+        bits |= RETRANSMISSION
+    return [name for bit, name in FLAG_NAMES if bits & bit]
+
+
+def _le_seq(a: int, b: int) -> bool:
+    d = (a - b) & M32
+    return d == 0 or d >= HALF
+
+
+def analyze(
+    fwd: list[int],
+    rev: list[int],
+    seq: int,
+    ack: int,
+    seglen: int,
+    th: int,
+    window: int,
+    ts: int,
+    ooo_thres: int,
+) -> int:
+    """Classify one segment sent in direction ``fwd`` and update both directions' state.
+
+    ``window`` is already scaled; ``ooo_thres`` is the conversation's handshake RTT in ns
+    (3 ms when unknown), the horizon within which an earlier-sequence segment counts as
+    out-of-order rather than retransmitted. Returns the flag bits.
+
+    State indexes and TCP flag bits are written as literals here (see the constants at
+    the top of the module): this function runs once per TCP segment.
+    """
+    ta = 0
+    nextseq_f = fwd[1]
+    sfr = th & (0x07)
+
+    if not fwd[0]:
+        fwd[10] = seq if th & 0x02 else (seq - 1) & 0xFFFFFFFF
+        fwd[0] = 1
+    if th & 0x10 and not rev[0]:
+        rev[10] = (ack - 1) & 0xFFFFFFFF
+        rev[0] = 1
+
+    # Zero-window probe: one byte at the next expected sequence while the peer's window is 0.
+    if seglen == 1 and seq == nextseq_f and rev[6] == 0:
+        ta |= ZERO_WINDOW_PROBE
+    else:
+        # Zero window: the sender advertises no room (SYN/FIN/RST excluded).
+        if window == 0 and not sfr:
+            ta |= ZERO_WINDOW
+        # Previous segment not captured: this one starts beyond the next expected byte.
+        if nextseq_f and not th & 0x04 and (nextseq_f - seq) & 0xFFFFFFFF >= 0x80000000:
+            ta |= LOST_SEGMENT
+            fwd[11] = 1
+        # Keep-alive: 0 or 1 byte starting one byte before the next expected sequence.
+        if seglen <= 1 and seq == (nextseq_f - 1) & 0xFFFFFFFF and not sfr:
+            ta |= KEEP_ALIVE
+        if seglen == 0 and not sfr and seq == nextseq_f:
+            same_ack = ack == fwd[4]
+            # Window update: nothing but a new, non-zero window.
+            if window and window != fwd[6] and same_ack:
+                ta |= WINDOW_UPDATE
+            # Window full is impossible without data; the remaining checks need an empty segment.
+            if window and window == fwd[6] and same_ack and rev[8] & KEEP_ALIVE:
+                ta |= KEEP_ALIVE_ACK
+            elif (
+                window == 0
+                and fwd[6] == 0
+                and (same_ack or ack == (fwd[4] + 1) & 0xFFFFFFFF)
+                and rev[8] & ZERO_WINDOW_PROBE
+            ):
+                ta |= ZERO_WINDOW_PROBE_ACK
+            elif window and window == fwd[6] and same_ack:
+                fwd[9] += 1
+                ta |= DUPLICATE_ACK
+        elif seglen > 0 and not sfr and rev[7] != -1:
+            # Window full: the segment fills the peer's advertised window exactly.
+            if (seq + seglen) & 0xFFFFFFFF == (rev[4] + rev[6]) & 0xFFFFFFFF:
+                ta |= WINDOW_FULL
+
+    if ack != fwd[4]:
+        fwd[9] = 0
+
+    # ACKed segment that wasn't captured.
+    maxseq_r = rev[3]
+    if maxseq_r and rev[11] and th & 0x10 and (maxseq_r - ack) & 0xFFFFFFFF >= 0x80000000:
+        ta |= ACK_LOST_SEGMENT
+        rev[3] = rev[1]
+        # tshark 4.0 reports this once, then again only after a new gap in that direction.
+        rev[11] = 0
+        fwd[11] = 1
+
+    # Retransmission family: data (or SYN/FIN) that does not advance the sequence.
+    if (seglen > 0 or th & (0x03)) and not ta & KEEP_ALIVE:
+        not_advanced = nextseq_f != 0 and (seq - nextseq_f) & 0xFFFFFFFF >= 0x80000000
+        end = (seq + seglen) & 0xFFFFFFFF
+        if (
+            not_advanced
+            and rev[9] >= 2
+            and rev[4] == seq
+            and ts - rev[5] < 20_000_000
+        ):
+            ta |= FAST_RETRANSMISSION
+        elif seglen > 0 and rev[4] and _le_seq(end, rev[4]):
+            ta |= SPURIOUS_RETRANSMISSION
+        elif (
+            not_advanced
+            and ts - fwd[2] < ooo_thres
+            and nextseq_f != (end + 1 if th & (0x03) else end) & 0xFFFFFFFF
+        ):
+            ta |= OUT_OF_ORDER
+        elif not_advanced:
+            ta |= RETRANSMISSION
+
+    nextseq = (seq + seglen) & 0xFFFFFFFF
+    if th & (0x03):
+        nextseq = (nextseq + 1) & 0xFFFFFFFF
+    if not ta & ZERO_WINDOW_PROBE and (
+        not nextseq_f or (nextseq_f - nextseq) & 0xFFFFFFFF >= 0x80000000
+    ):
+        fwd[1] = nextseq
+        fwd[2] = ts
+    maxseq_f = fwd[3]
+    if (seq == maxseq_f or not maxseq_f) and not ta & ZERO_WINDOW_PROBE:
+        fwd[3] = fwd[1]
+
+    fwd[6] = window
+    fwd[4] = ack
+    fwd[5] = ts
+    fwd[8] = ta
+    return ta
