@@ -16,6 +16,8 @@ HANDLERS: dict[tuple[str, ...], str] = {
     ("audit", "export"): "audit:export",
     ("session", "show"): "session:show",
     ("session", "list"): "session:list_sessions",
+    ("classify",): "safety:classify_command",
+    ("redact",): "safety:redact_command",
 }
 
 
@@ -50,6 +52,22 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="the ghost-design §8 document")
     listing = session_cmds.add_parser("list", help="list recent investigations")
     listing.add_argument("--limit", type=int, default=20)
+
+    classify = groups.add_parser(
+        "classify", help="explain the safety gate's verdict on a command",
+        description="Classify a command as SAFE, RISKY or FORBIDDEN and say why. With `-`, "
+        "read commands from stdin, one per line (with --json: JSON lines {\"command\": ...}) "
+        "and write one JSON verdict per line, in order.",
+    )
+    classify.add_argument("cmdline", metavar="CMD", help="the command line, or - for stdin")
+    classify.add_argument("--json", action="store_true", help="JSON in and out")
+
+    redact = groups.add_parser(
+        "redact", help="remove secrets from text (stdin to stdout)",
+        description="Filter stdin to stdout with every secret replaced. With --jsonl, read "
+        "{\"text\": ...} lines and write {\"text\": ...} lines.",
+    )
+    redact.add_argument("--jsonl", action="store_true", help="JSON lines in and out")
     return parser
 
 
@@ -67,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.group is None:
         parser.print_help()
         return 2
-    path = (args.group, args.command) if getattr(args, "command", None) else (args.group,)
+    sub = getattr(args, "command", None)
+    path = (args.group, sub) if sub else (args.group,)
     if path not in HANDLERS:
         parser.parse_args([args.group, "--help"])
         return 2

@@ -1,0 +1,51 @@
+"""Tier 1 and Tier 2 rules, one module per program family.
+
+Each rule function takes the parsed argv (a tuple of plain words from a single simple command)
+and a `Context`, and returns a Verdict. `PROGRAM_RULES` maps a bare program name to its rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from core.safety.rules.az import classify_az
+from core.safety.rules.base import Context
+from core.safety.rules.curl import classify_curl
+from core.safety.rules.files import classify_cat, classify_forensics
+from core.safety.rules.iproute import classify_ip, classify_netstat, classify_ss
+from core.safety.rules.probes import (
+    classify_dig,
+    classify_host,
+    classify_mtr,
+    classify_nslookup,
+    classify_ping,
+    classify_tracepath,
+    classify_traceroute,
+)
+from core.safety.rules.tcpdump import classify_tcpdump
+from core.safety.verdict import Verdict
+
+RuleFn = Callable[[tuple[str, ...], Context], Verdict]
+
+PROGRAM_RULES: dict[str, RuleFn] = {
+    "ping": classify_ping,
+    "ping6": classify_ping,
+    "traceroute": classify_traceroute,
+    "traceroute6": classify_traceroute,
+    "tracepath": classify_tracepath,
+    "tracepath6": classify_tracepath,
+    "mtr": classify_mtr,
+    "dig": classify_dig,
+    "nslookup": classify_nslookup,
+    "host": classify_host,
+    "curl": classify_curl,
+    "ip": classify_ip,
+    "ss": classify_ss,
+    "netstat": classify_netstat,
+    "tcpdump": classify_tcpdump,
+    "cat": classify_cat,
+    "ghost-forensics": classify_forensics,
+    "az": classify_az,
+}
+
+__all__ = ["PROGRAM_RULES", "Context", "RuleFn"]

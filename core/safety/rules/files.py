@@ -1,0 +1,81 @@
+"""cat and ghost-forensics: only files inside the audit/data directory.
+
+Paths are checked on their resolved real path (symlinks followed), and `..` is refused outright so
+that a path never depends on what a directory happens to contain. Without a configured data
+directory nothing file-based is SAFE.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.safety.options import OptionSpec, any_value, parse_options
+from core.safety.paths import resolve_under
+from core.safety.rules.base import Context, allowed, risky
+from core.safety.verdict import Verdict
+
+
+def _check_path(program: str, path: str, ctx: Context, argv: tuple[str, ...]) -> Verdict | None:
+    if ctx.data_dir is None:
+        return risky("T1.no_data_dir", argv, f"{program} reads or writes files, and no data "
+                     "directory is configured to confine it; an engineer must approve.")
+    if path in ("", "-") or ".." in Path(path).parts:
+        return risky("T1.path_outside_data_dir", argv, f"{program}: path {path[:80]!r} uses "
+                     "'..' or stdin; use a plain path inside the data directory.")
+    if resolve_under(path, ctx.data_dir, ctx.cwd) is None:
+        return risky("T1.path_outside_data_dir", argv, f"{program}: {path[:80]!r} resolves "
+                     f"outside the data directory {ctx.data_dir}; only audit and capture files "
+                     "may be read without approval.")
+    return None
+
+
+CAT = OptionSpec(program="cat", flags=frozenset({"-n", "-b", "-s", "-E", "-T", "-v", "-A"}),
+                 aliases={"--number": "-n", "--number-nonblank": "-b",
+                          "--squeeze-blank": "-s", "--show-ends": "-E", "--show-tabs": "-T",
+                          "--show-nonprinting": "-v", "--show-all": "-A"})
+
+
+def classify_cat(argv: tuple[str, ...], ctx: Context) -> Verdict:
+    parsed = parse_options(CAT, list(argv[1:]), argv)
+    if isinstance(parsed, Verdict):
+        return parsed
+    if not parsed.positionals:
+        return risky("T1.bad_target", argv, "cat needs a file path inside the data directory.")
+    for path in parsed.positionals:
+        bad = _check_path("cat", path, ctx, argv)
+        if bad:
+            return bad
+    return allowed(argv, "read a file inside the data directory")
+
+
+FORENSICS = OptionSpec(
+    program="ghost-forensics",
+    flags=frozenset({"--frame-flags", "--help", "--version"}),
+    valued={"--semantic-dir": any_value, "--report-dir": any_value, "--compare": any_value},
+    aliases={"-h": "--help"},
+)
+
+
+def classify_forensics(argv: tuple[str, ...], ctx: Context) -> Verdict:
+    parsed = parse_options(FORENSICS, list(argv[1:]), argv)
+    if isinstance(parsed, Verdict):
+        return parsed
+    if parsed.has("--help") or parsed.has("--version"):
+        if len(argv) == 2:
+            return allowed(argv, "print help")
+        return risky("T1.bad_value", argv, "ghost-forensics --help/--version take no other "
+                     "arguments.")
+    if len(parsed.positionals) != 1:
+        return risky("T1.bad_target", argv, "ghost-forensics takes exactly one capture file.")
+    for name in ("--semantic-dir", "--report-dir"):
+        if len(parsed.values(name)) != 1:
+            return risky("T1.bad_value", argv, f"ghost-forensics needs exactly one {name} "
+                         "inside the data directory.")
+    if len(parsed.values("--compare")) > 1:
+        return risky("T1.bad_value", argv, "ghost-forensics takes at most one --compare.")
+    paths = parsed.positionals + [v for _, v in parsed.options if v is not None]
+    for path in paths:
+        bad = _check_path("ghost-forensics", path, ctx, argv)
+        if bad:
+            return bad
+    return allowed(argv, "analyse a capture inside the data directory")

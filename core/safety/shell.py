@@ -1,0 +1,655 @@
+"""SafeExecShell: classify → gate → execute → redact → truncate → audit.
+
+``execute({"command", "reasoning"})`` returns the response of ghost-design Tool 1. SAFE commands
+run at once; FORBIDDEN ones never run; RISKY ones go to an approver. A terminal approver answers
+at once; a chat approver answers later, so ``execute`` returns ``status: "pending_approval"`` with
+an ``approval_id``, and :meth:`SafeExecShell.resume` completes the same call once the decision is
+recorded (:meth:`SafeExecShell.decide`), in any process, exactly once: an approved request moves
+``approved → executing → executed`` by compare-and-set, so only one process runs it.
+
+No command runs without a durable trace: a ``command_started`` audit record is written before the
+process starts. After a crash, :meth:`SafeExecShell.recover_interrupted` closes every started
+command that has no outcome with ``error: "interrupted"``; it is never run again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from core.ports import ApprovalRecord, ApprovalStore, AuditLog
+from core.safety.approval import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    Approver,
+    Decision,
+    DecisionKind,
+    command_hash,
+)
+from core.safety.classify import classify
+from core.safety.executor import ExecError, ExecResult, run_argv
+from core.safety.files import DataFileError, read_data_file
+from core.safety.redact import redact
+from core.safety.truncate import truncate
+from core.safety.verdict import Verdict
+from core.session_state import utc_now
+
+PENDING = "pending_approval"
+
+#: An SDK call gated like a command: returns (exit_code, output, stderr).
+CallFn = Callable[[], tuple[int, str, str]]
+
+# Approval statuses (the approvals table); the shell is the only writer.
+ST_PENDING = "pending"
+ST_APPROVED = "approved"
+ST_EXECUTING = "executing"
+ST_EXECUTED = "executed"
+ST_DENIED = "denied"
+ST_ABANDONED = "abandoned"
+ST_EXPIRED = "expired"
+ST_MODIFIED = "modified"
+ST_CLOSED = "closed"
+ST_INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class ShellLimits:
+    """Bounds on one command: wall time and how much output is kept in memory."""
+
+    timeout_s: float = 60.0
+    max_output_bytes: int = 2_000_000
+    max_lines: int = 200
+    max_tokens: int = 4000
+
+
+def environment_of(command: str) -> str:
+    """``azure`` for Azure CLI calls (the cloud control plane), ``local`` otherwise."""
+    first = command.strip().split(maxsplit=1)[:1]
+    return "azure" if first == ["az"] else "local"
+
+
+def response_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Rebuild the Tool 1 response from a ``command`` audit record (also used on resume)."""
+    response: dict[str, Any] = {
+        "status": record.get("status"),
+        "classification": record.get("classification"),
+        "action": record.get("action"),
+        "output": record.get("output") or "",
+        "stderr": record.get("stderr") or "",
+        "exit_code": record.get("exit_code"),
+        "error": record.get("error"),
+        "audit_id": record.get("audit_id"),
+        "output_metadata": record.get("output_metadata")
+        or {"truncation_applied": False},
+        "environment": record.get("environment") or "local",
+    }
+    if record.get("denial_reason"):
+        response["denial_reason"] = record["denial_reason"]
+    return response
+
+
+class SafeExecShell:
+    """The only way the domain runs a command. One instance per investigation."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        audit: AuditLog,
+        approvals: ApprovalStore,
+        approver: Approver,
+        data_dir: Path,
+        policy: ApprovalPolicy | None = None,
+        limits: ShellLimits | None = None,
+        requested_by: str | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        env_allowlist: tuple[str, ...] = (),
+    ) -> None:
+        self.session_id = session_id
+        self.audit = audit
+        self.approvals = approvals
+        self.approver = approver
+        self.data_dir = data_dir
+        self.policy = policy or ApprovalPolicy()
+        self.limits = limits or ShellLimits()
+        self.requested_by = requested_by
+        self.clock = clock
+        self.env_allowlist = env_allowlist
+
+    # ----------------------------------------------------------------- the tool call
+    def execute(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one command through the gate; see the module docstring."""
+        command = str(request.get("command") or "")
+        reasoning = str(request.get("reasoning") or "")
+        if not command.strip():
+            return self._refuse(command, reasoning, None, "empty_command",
+                                "No command was given.")
+        verdict = classify(command, data_dir=self.data_dir)
+        if verdict.classification == "FORBIDDEN":
+            return self._refuse(command, reasoning, verdict, "forbidden_command",
+                                f"Blocked by {verdict.rule}: {verdict.reason}")
+        if verdict.classification == "SAFE":
+            return self._run(command, reasoning, verdict, action="auto_approved", actor="ghost")
+        if redact(command) != command:
+            return self._refuse(
+                command, reasoning, verdict, "secret_in_command",
+                "The command line carries a secret; it will not be stored for approval. "
+                "Reference the secret indirectly (e.g. a Key Vault reference) instead.",
+            )
+        approval = self._request_approval(command, reasoning, verdict)
+        return self._ask(approval)
+
+    def execute_call(
+        self, command: str, reasoning: str, call: CallFn, *, environment: str = "azure"
+    ) -> dict[str, Any]:
+        """Gate an SDK call exactly like a shell command, shown as its ``az`` equivalent.
+
+        ``call`` runs only if the gate allows it (SAFE, or RISKY and approved); it returns
+        ``(exit_code, output, stderr)`` and its exceptions become ``error: "call_failed"``. When
+        the approval is pending, finish with ``resume(approval_id, call=call)``.
+        """
+        if not command.strip():
+            return self._refuse(command, reasoning, None, "empty_command", "No command given.")
+        verdict = classify(command, data_dir=self.data_dir)
+        if verdict.classification == "FORBIDDEN":
+            return self._refuse(command, reasoning, verdict, "forbidden_command",
+                                f"Blocked by {verdict.rule}: {verdict.reason}")
+        if verdict.classification == "SAFE":
+            return self._run(command, reasoning, verdict, action="auto_approved",
+                             actor="ghost", call=call, environment=environment)
+        approval = self._request_approval(command, reasoning, verdict, environment=environment)
+        return self._ask(approval, call=call)
+
+    # ------------------------------------------------------------ decisions and resume
+    def decide(self, approval_id: str, decision: Decision) -> ApprovalRecord | None:
+        """Record a human decision on a pending request; the first decision wins.
+
+        Returns the updated request, or None when it was no longer pending (someone else
+        decided first, or it expired). Eligibility (who may decide) is the front end's check
+        through ``core.safety.approval.may_decide`` before it calls this.
+        """
+        current = self.approvals.get_approval(approval_id)
+        if current is None or current.status != ST_PENDING:
+            return None
+        if self._expired(current):
+            self._expire(current)
+            return None
+        now = self.clock()
+        if decision.kind is DecisionKind.APPROVE:
+            changes: dict[str, Any] = {"status": ST_APPROVED}
+        elif decision.kind is DecisionKind.DENY:
+            changes = {"status": ST_DENIED, "denial_reason": decision.reason}
+        elif decision.kind is DecisionKind.ABANDON:
+            changes = {"status": ST_ABANDONED, "denial_reason": decision.reason}
+        else:
+            changes = {"status": ST_MODIFIED}
+        changes |= {"decided_by": decision.actor, "decided_at": now}
+        updated = self.approvals.transition_approval(approval_id, current.version, changes)
+        if updated is None:
+            return None
+        self._audit_approval(updated, str(changes["status"]), decision.actor,
+                             reason=decision.reason)
+        if decision.kind is DecisionKind.MODIFY:
+            self._modified(updated, decision)
+        return updated
+
+    def resume(self, approval_id: str, *, call: CallFn | None = None) -> dict[str, Any]:
+        """Complete the ``execute`` call that returned ``pending_approval`` for this request.
+
+        Safe to call any number of times from any process: the command runs at most once and
+        later calls return the recorded outcome.
+        """
+        approval = self.approvals.get_approval(approval_id)
+        if approval is None:
+            raise KeyError(f"no approval request {approval_id}")
+        if approval.status == ST_PENDING and self._expired(approval):
+            approval = self._expire(approval) or approval
+        status = approval.status
+        if status == ST_PENDING:
+            return self._pending_response(approval)
+        if status == ST_MODIFIED:
+            successor = (approval.context or {}).get("successor")
+            if successor:
+                return self.resume(str(successor), call=call)
+            return self._pending_response(approval)
+        if status == ST_APPROVED:
+            return self._run_approved(approval, call=call)
+        if status in (ST_DENIED, ST_ABANDONED, ST_EXPIRED):
+            return self._close_denied(approval)
+        recorded = (approval.context or {}).get("audit_id")
+        if recorded:
+            return self._recorded(str(recorded))
+        # executing with no recorded outcome: another process runs it now, or died doing so
+        return self._outcome_unknown(approval)
+
+    def recover_interrupted(self) -> list[str]:
+        """Close every command that started but never finished (the process died).
+
+        Returns the audit ids of the interruption records. The commands are not re-run: their
+        effect is unknown, and the model is told so.
+        """
+        records = self.audit.audit_records(self.session_id)
+        finished = {r.get("ref_audit_id") for r in records if r.get("kind") == "command"}
+        closed = []
+        for rec in records:
+            if rec.get("kind") != "command_started" or rec.get("audit_id") in finished:
+                continue
+            final = self.audit.append_audit(self.session_id, {
+                "kind": "command",
+                "command": rec.get("command"),
+                "reasoning": rec.get("reasoning"),
+                "classification": rec.get("classification"),
+                "tier": rec.get("tier"),
+                "rule": rec.get("rule"),
+                "classifier_version": rec.get("classifier_version"),
+                "action": rec.get("action"),
+                "actor": "ghost",
+                "status": "error",
+                "error": "interrupted",
+                "stderr": "Ghost stopped while this command was running; its outcome is "
+                          "unknown and it was not run again.",
+                "environment": rec.get("environment"),
+                "started_at": rec.get("started_at"),
+                "ref_audit_id": rec.get("audit_id"),
+                "details": rec.get("details"),
+            })
+            closed.append(str(final["audit_id"]))
+            approval_id = (rec.get("details") or {}).get("approval_id")
+            if approval_id:
+                current = self.approvals.get_approval(str(approval_id))
+                if current is not None and current.status == ST_EXECUTING:
+                    self.approvals.transition_approval(
+                        current.approval_id, current.version,
+                        {"status": ST_INTERRUPTED,
+                         "context": {**(current.context or {}),
+                                     "audit_id": final["audit_id"]}},
+                    )
+        return closed
+
+    # ------------------------------------------------------------------- internals
+    def _request_approval(
+        self, command: str, reasoning: str, verdict: Verdict, *,
+        modified_by: str | None = None, replaces: str | None = None,
+        environment: str | None = None,
+    ) -> ApprovalRecord:
+        now = self.clock()
+        approval = self.approvals.create_approval(
+            self.session_id,
+            approval_id=uuid.uuid4().hex,
+            command=command,
+            command_hash=command_hash(command, verdict.classifier_version),
+            classifier_version=verdict.classifier_version,
+            classification=verdict.classification,
+            tier=verdict.tier,
+            rule=verdict.rule,
+            reasoning=reasoning,
+            environment=environment or environment_of(command),
+            requested_by=self.requested_by,
+            requested_at=now,
+            expires_at=now + timedelta(seconds=self.policy.expiry_seconds),
+            modified_by=modified_by,
+            replaces_approval_id=replaces,
+            context={"reason": verdict.reason},
+        )
+        self._audit_approval(approval, "requested", modified_by or "ghost")
+        return approval
+
+    def _ask(self, approval: ApprovalRecord, *, call: CallFn | None = None) -> dict[str, Any]:
+        try:
+            decision = self.approver.request(self._request_view(approval))
+        except Exception as exc:  # noqa: BLE001 - an approver failure must fail closed
+            decision = Decision.abandon("ghost", f"approver failed: {exc}")
+        if decision is None:
+            return self._pending_response(approval)
+        self.decide(approval.approval_id, decision)
+        return self.resume(approval.approval_id, call=call)
+
+    def _modified(self, old: ApprovalRecord, decision: Decision) -> None:
+        new_command = (decision.new_command or "").strip()
+        verdict = classify(new_command, data_dir=self.data_dir)
+        if not new_command or verdict.classification == "FORBIDDEN" or \
+                redact(new_command) != new_command:
+            why = ("the edited command is empty" if not new_command else
+                   f"the edited command is FORBIDDEN ({verdict.rule}: {verdict.reason})"
+                   if verdict.classification == "FORBIDDEN" else
+                   "the edited command carries a secret")
+            self.approvals.transition_approval(
+                old.approval_id, old.version,
+                {"status": ST_DENIED,
+                 "denial_reason": f"Modification blocked: {why}. Original command not run.",
+                 "context": {**(old.context or {}), "blocked_command": redact(new_command)}},
+            )
+            return
+        successor = self._request_approval(
+            new_command, old.reasoning, verdict,
+            modified_by=decision.actor, replaces=old.approval_id,
+            environment=old.environment,
+        )
+        self.approvals.transition_approval(
+            old.approval_id, old.version,
+            {"context": {**(old.context or {}), "successor": successor.approval_id}},
+        )
+        if self.approver.decides_immediately:
+            # one person at a keyboard typed the new command: that is their approval
+            self.decide(successor.approval_id, Decision.approve(decision.actor))
+        else:
+            try:
+                answer = self.approver.request(self._request_view(successor))
+            except Exception as exc:  # noqa: BLE001 - fail closed
+                answer = Decision.abandon("ghost", f"approver failed: {exc}")
+            if answer is not None:
+                self.decide(successor.approval_id, answer)
+
+    def _run_approved(
+        self, approval: ApprovalRecord, *, call: CallFn | None = None
+    ) -> dict[str, Any]:
+        verdict = classify(approval.command, data_dir=self.data_dir)
+        bound = command_hash(approval.command, verdict.classifier_version)
+        if bound != approval.command_hash:
+            # the rules changed since the human looked: their approval does not carry over
+            changed = self.approvals.transition_approval(
+                approval.approval_id, approval.version,
+                {"status": ST_DENIED, "denial_reason": "The safety rules changed after this "
+                 "approval; the command must be approved again."},
+            )
+            if changed:
+                return self._close_denied(changed)
+            return self.resume(approval.approval_id, call=call)
+        if approval.replaces_approval_id and call is not None:
+            # an SDK call cannot take an edited command line: run nothing, tell the model
+            refused = self.approvals.transition_approval(
+                approval.approval_id, approval.version,
+                {"status": ST_DENIED, "denial_reason": "Ghost cannot run an edited Azure call. "
+                 "Deny it with a reason instead, and Ghost will re-plan."},
+            )
+            if refused:
+                return self._close_denied(refused)
+            return self.resume(approval.approval_id, call=call)
+        claimed = self.approvals.transition_approval(
+            approval.approval_id, approval.version, {"status": ST_EXECUTING}
+        )
+        if claimed is None:
+            return self.resume(approval.approval_id, call=call)
+        action = "user_modified" if approval.modified_by else "user_approved"
+        if verdict.classification == "FORBIDDEN":  # cannot happen: a FORBIDDEN edit is blocked
+            response = self._refuse(approval.command, approval.reasoning, verdict,
+                                    "forbidden_command", verdict.reason)
+        else:
+            response = self._run(approval.command, approval.reasoning, verdict, action=action,
+                                 actor=approval.decided_by or "unknown",
+                                 approval_id=approval.approval_id, call=call,
+                                 environment=approval.environment)
+        self.approvals.transition_approval(
+            claimed.approval_id, claimed.version,
+            {"status": ST_EXECUTED,
+             "context": {**(claimed.context or {}), "audit_id": response["audit_id"]}},
+        )
+        return response
+
+    def _close_denied(self, approval: ApprovalRecord) -> dict[str, Any]:
+        recorded = (approval.context or {}).get("audit_id")
+        if recorded:
+            return self._recorded(str(recorded))
+        error = {ST_ABANDONED: "user_abandoned", ST_EXPIRED: "approval_expired"}.get(
+            approval.status, "user_denied")
+        record = self.audit.append_audit(self.session_id, {
+            "kind": "command",
+            "command": redact(approval.command),
+            "reasoning": approval.reasoning,
+            "classification": approval.classification,
+            "tier": approval.tier,
+            "rule": approval.rule,
+            "classifier_version": approval.classifier_version,
+            "action": "user_denied",
+            "actor": approval.decided_by or "ghost",
+            "status": "denied",
+            "denial_reason": approval.denial_reason,
+            "error": error,
+            "environment": approval.environment,
+            "details": {"approval_id": approval.approval_id},
+        })
+        closed = self.approvals.transition_approval(
+            approval.approval_id, approval.version,
+            {"status": ST_CLOSED,
+             "context": {**(approval.context or {}), "audit_id": record["audit_id"],
+                         "closed_from": approval.status}},
+        )
+        if closed is None:  # another process closed it at the same moment: theirs counts
+            return self.resume(approval.approval_id)
+        return response_from_record(record)
+
+    def _run(
+        self, command: str, reasoning: str, verdict: Verdict, *, action: str, actor: str,
+        approval_id: str | None = None, call: CallFn | None = None,
+        environment: str | None = None,
+    ) -> dict[str, Any]:
+        environment = environment or environment_of(command)
+        base: dict[str, Any] = {
+            "command": redact(command),
+            "reasoning": reasoning,
+            "classification": verdict.classification,
+            "tier": verdict.tier,
+            "rule": verdict.rule,
+            "classifier_version": verdict.classifier_version,
+            "action": action,
+            "actor": actor,
+            "environment": environment,
+            "details": {"approval_id": approval_id} if approval_id else None,
+        }
+        started_at = self.clock()
+        started = self.audit.append_audit(self.session_id, {
+            **base, "kind": "command_started", "status": "executing",
+            "started_at": started_at.isoformat(),
+        })
+        result = self._execute_call(call) if call else self._execute_argv(command, verdict)
+        out = truncate(redact(result.stdout), max_lines=self.limits.max_lines,
+                       max_tokens=self.limits.max_tokens)
+        err = truncate(redact(result.stderr), max_lines=self.limits.max_lines,
+                       max_tokens=self.limits.max_tokens)
+        status, error = "completed", None
+        if result.error:
+            status, error = "error", result.error
+        elif result.timed_out:
+            status, error = "error", "timeout"
+        metadata = {
+            "truncation_applied": out.truncation_applied or err.truncation_applied,
+            "output_lines": out.original_lines,
+            "output_bytes": out.original_bytes,
+            "bytes_dropped": result.output_bytes_dropped,
+        }
+        record = self.audit.append_audit(self.session_id, {
+            **base, "kind": "command", "status": status, "error": error,
+            "exit_code": result.exit_code, "output": out.text, "stderr": err.text,
+            "started_at": started["started_at"], "finished_at": self.clock().isoformat(),
+            "duration_ms": int(result.duration_s * 1000), "output_metadata": metadata,
+            "ref_audit_id": started["audit_id"],
+        })
+        return response_from_record(record)
+
+    def _execute_call(self, call: CallFn) -> _Outcome:
+        start = self.clock()
+        try:
+            exit_code, output, stderr = call()
+        except Exception as exc:  # noqa: BLE001 - an SDK failure is an outcome, not a crash
+            return _Outcome(None, "", f"{type(exc).__name__}: {exc}", False, "call_failed",
+                            (self.clock() - start).total_seconds(), 0)
+        return _Outcome(exit_code, output, stderr, False, None,
+                        (self.clock() - start).total_seconds(), 0)
+
+    def _execute_argv(self, command: str, verdict: Verdict) -> _Outcome:
+        argv = verdict.argv
+        if argv is None:
+            return _Outcome.failed(
+                "unsupported_syntax",
+                "Ghost runs one program without a shell: pipes, redirections, substitutions "
+                "and chaining are not executed. Split it into single commands.",
+            )
+        if argv[0] == "cat":
+            return self._cat(argv)
+        try:
+            result = run_argv(list(argv), timeout_s=self.limits.timeout_s,
+                              max_output_bytes=self.limits.max_output_bytes,
+                              env_allowlist=self.env_allowlist, environ=_child_environ())
+        except ExecError as exc:
+            return _Outcome.failed("command_not_found", str(exc))
+        return _Outcome.of(result)
+
+    def _cat(self, argv: tuple[str, ...]) -> _Outcome:
+        paths = [a for a in argv[1:] if a != "--"]
+        if len(paths) != 1 or paths[0].startswith("-"):
+            return _Outcome.failed("unsupported_syntax", "cat reads exactly one file.")
+        try:
+            text = read_data_file(paths[0], self.data_dir,
+                                  max_bytes=self.limits.max_output_bytes)
+        except DataFileError as exc:
+            return _Outcome.failed("file_not_permitted", str(exc))
+        return _Outcome(exit_code=0, stdout=text, stderr="", timed_out=False, error=None,
+                        duration_s=0.0, output_bytes_dropped=0)
+
+    def _refuse(self, command: str, reasoning: str, verdict: Verdict | None, error: str,
+                message: str) -> dict[str, Any]:
+        record = self.audit.append_audit(self.session_id, {
+            "kind": "command",
+            "command": redact(command),
+            "reasoning": reasoning,
+            "classification": verdict.classification if verdict else None,
+            "tier": verdict.tier if verdict else None,
+            "rule": verdict.rule if verdict else None,
+            "classifier_version": verdict.classifier_version if verdict else None,
+            "action": "blocked",
+            "actor": "ghost",
+            "status": "error",
+            "error": error,
+            "stderr": message,
+            "environment": environment_of(command),
+        })
+        return response_from_record(record)
+
+    def _recorded(self, audit_id: str) -> dict[str, Any]:
+        for record in self.audit.audit_records(self.session_id):
+            if record.get("audit_id") == audit_id:
+                return response_from_record(record)
+        raise KeyError(f"audit record {audit_id} is missing")
+
+    def _outcome_unknown(self, approval: ApprovalRecord) -> dict[str, Any]:
+        return {
+            "status": "error",
+            "classification": approval.classification,
+            "action": "user_modified" if approval.modified_by else "user_approved",
+            "output": "",
+            "stderr": "This approved command started but its outcome was not recorded (Ghost "
+                      "stopped or another process is running it). It will not be run again.",
+            "exit_code": None,
+            "error": "outcome_unknown",
+            "audit_id": None,
+            "output_metadata": {"truncation_applied": False},
+            "environment": approval.environment,
+        }
+
+    def _pending_response(self, approval: ApprovalRecord) -> dict[str, Any]:
+        return {
+            "status": PENDING,
+            "classification": approval.classification,
+            "action": None,
+            "output": "",
+            "stderr": "",
+            "exit_code": None,
+            "error": None,
+            "audit_id": None,
+            "approval_id": approval.approval_id,
+            "output_metadata": {"truncation_applied": False},
+            "environment": approval.environment,
+        }
+
+    def _request_view(self, approval: ApprovalRecord) -> ApprovalRequest:
+        return ApprovalRequest(
+            approval_id=approval.approval_id,
+            session_id=approval.session_id,
+            command=redact(approval.command),
+            classification=approval.classification,
+            tier=approval.tier,
+            rule=approval.rule,
+            reason=str((approval.context or {}).get("reason") or ""),
+            reasoning=approval.reasoning,
+            environment=approval.environment,
+            requested_by=approval.requested_by,
+            expires_at=approval.expires_at,
+            modified_by=approval.modified_by,
+            replaces_approval_id=approval.replaces_approval_id,
+        )
+
+    def _expired(self, approval: ApprovalRecord) -> bool:
+        return approval.expires_at is not None and self.clock() >= approval.expires_at
+
+    def _expire(self, approval: ApprovalRecord) -> ApprovalRecord | None:
+        updated = self.approvals.transition_approval(
+            approval.approval_id, approval.version,
+            {"status": ST_EXPIRED, "decided_by": "ghost", "decided_at": self.clock(),
+             "denial_reason": "No decision before the approval expired."},
+        )
+        if updated is not None:
+            self._audit_approval(updated, ST_EXPIRED, "ghost", reason=updated.denial_reason)
+        return updated
+
+    def _audit_approval(self, approval: ApprovalRecord, transition: str, actor: str, *,
+                        reason: str | None = None) -> None:
+        self.audit.append_audit(self.session_id, {
+            "kind": "approval",
+            "command": redact(approval.command),
+            "reasoning": approval.reasoning,
+            "classification": approval.classification,
+            "tier": approval.tier,
+            "rule": approval.rule,
+            "classifier_version": approval.classifier_version,
+            "actor": actor,
+            "status": transition,
+            "denial_reason": reason,
+            "environment": approval.environment,
+            "details": {"approval_id": approval.approval_id,
+                        "command_hash": approval.command_hash,
+                        "replaces_approval_id": approval.replaces_approval_id},
+        })
+
+
+def _child_environ() -> dict[str, str]:
+    """The parent environment with Ghost's own bin directory on PATH.
+
+    `ghost-forensics` is installed next to the Python running Ghost; a service started as
+    `.venv/bin/ghost serve` has no activated venv, so the directory is added explicitly (last,
+    so it never shadows a system program). The executor still scrubs everything else.
+    """
+    environ = dict(os.environ)
+    own = str(Path(sys.executable).parent)
+    parts = [p for p in environ.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(":") if p]
+    if own not in parts:
+        parts.append(own)
+    environ["PATH"] = ":".join(parts)
+    return environ
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What running (or refusing to run) the program produced."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    error: str | None
+    duration_s: float
+    output_bytes_dropped: int
+
+    @classmethod
+    def failed(cls, error: str, message: str) -> _Outcome:
+        return cls(None, "", message, False, error, 0.0, 0)
+
+    @classmethod
+    def of(cls, result: ExecResult) -> _Outcome:
+        return cls(result.exit_code, result.stdout, result.stderr, result.timed_out, None,
+                   result.duration_s, result.output_bytes_dropped)

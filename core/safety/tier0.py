@@ -1,0 +1,213 @@
+"""Tier 0: things that are refused outright, found however the text is dressed up.
+
+Tier 0 runs on a hostile reading of the command (look-alikes folded, invisible characters dropped,
+quotes and escapes removed, split at every shell operator), so `r'm' -rf /`, `sudo rm -rf /`,
+`ls; rm -rf /` and `rm${IFS}-rf${IFS}/` are all recognised. It is deliberately broader than a real
+shell parse: a false FORBIDDEN costs a rephrase, a miss costs the host.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from core.safety.hosts import word_hits_metadata, word_hits_wireserver
+from core.safety.lexer import normalize_hostile, tolerant_segments
+from core.safety.verdict import Verdict, make_verdict
+
+WRAPPERS: Final = frozenset({
+    "sudo", "doas", "su", "env", "timeout", "xargs", "nohup", "nice", "ionice", "exec",
+    "command", "builtin", "time", "watch", "strace", "ltrace", "setsid", "stdbuf", "chroot",
+    "busybox", "unbuffer", "script", "runuser", "flock", "taskset", "chrt", "firejail", "eval",
+    "then", "do", "else", "if", "while", "until", "!",
+})
+INTERPRETERS: Final = frozenset({
+    "sh", "bash", "zsh", "dash", "ksh", "csh", "tcsh", "fish", "ash", "pwsh", "powershell",
+    "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh",
+    "awk", "gawk", "mawk", "find", "vim", "vi", "emacs", "ed", "expect", "osascript",
+})
+_DNS_ICMP: Final = frozenset({
+    "dig", "nslookup", "host", "ping", "ping6", "traceroute", "traceroute6", "tracepath",
+    "tracepath6", "mtr", "delv", "drill", "kdig",
+})
+_DISK_TOOLS: Final = frozenset({
+    "mkfs", "mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk",
+    "parted", "blkdiscard", "mkntfs", "mkdosfs", "mkfs.ext2", "mkfs.ext3", "mkfs.ext4",
+    "mkfs.xfs", "mkfs.btrfs", "mkfs.vfat", "mkfs.fat", "mkfs.ntfs", "mkfs.exfat",
+})
+_POWER: Final = frozenset({"shutdown", "reboot", "halt", "poweroff"})
+_SYSTEMCTL_POWER: Final = frozenset({"poweroff", "reboot", "halt", "kexec"})
+_CRITICAL_DIRS: Final = frozenset({
+    "", "~", "$home", "${home}", ".", "..", "*", "/etc", "/usr", "/var", "/bin", "/sbin", "/lib",
+    "/lib32", "/lib64", "/boot", "/home", "/root", "/opt", "/srv", "/dev", "/proc", "/sys",
+    "/run", "/mnt", "/media", "/snap", "/tmp", "/work", "/app",
+})
+_CREDENTIAL_MARKERS: Final = (
+    "msal_token_cache", "accesstokens.json", "service_principal_entries", "/etc/shadow",
+    "/etc/gshadow", "/.ssh/id_", "/.kube/config", ".git-credentials", "/.docker/config.json",
+    "/.aws/credentials", "/.azure/msal", "/.config/gcloud", "/etc/sudoers",
+)
+_ASSIGN_RE: Final = re.compile(r"^[a-z_][a-z0-9_]*=")
+_NUMBERISH_RE: Final = re.compile(r"^[0-9.]+[smhd]?$")
+_FORK_BOMB_RE: Final = re.compile(r"\(\)\{[^}]{0,200}[|&]")
+_RAW_DEVICE_RE: Final = re.compile(
+    r">{1,2}/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|dm-|md|loop|mem|kmem|port)")
+_PIPE_SHELL_RE: Final = re.compile(
+    r"\|\s*(?:sudo\s+)?(?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|pwsh|python[0-9.]*|perl|ruby|node"
+    r"|php)(?:\s|$)")
+_AZ_REMOTE_PAIRS: Final = (
+    ("run-command", "invoke"), ("run-command", "create"), ("run-command", "update"),
+    ("extension", "set"), ("extension", "create"), ("extension", "update"),
+    ("command", "invoke"), ("container", "exec"), ("containerapp", "exec"),
+    ("webapp", "ssh"), ("serial-console", "connect"), ("bastion", "ssh"), ("bastion", "rdp"),
+    ("bastion", "tunnel"), ("webapp", "create-remote-connection"),
+)
+_AZ_CRED_PAIRS: Final = (
+    ("credential", "reset"), ("credential", "create"), ("user", "update"),
+    ("user", "reset-ssh"), ("token", "create"), ("token", "credential"),
+)
+
+
+def _basename(word: str) -> str:
+    return word.rstrip("/").rsplit("/", 1)[-1] if word not in ("/", "") else word
+
+
+def _candidates(words: list[str]) -> list[int]:
+    """Indexes of words that a shell might run as a program."""
+    if any(_basename(w) in WRAPPERS or _basename(w) in INTERPRETERS or w == "-exec"
+           for w in words):
+        return list(range(len(words)))
+    for index, word in enumerate(words):
+        if not _ASSIGN_RE.match(word):
+            return [index]
+    return []
+
+
+def _first_program(words: list[str]) -> str:
+    for word in words:
+        name = _basename(word)
+        if (_ASSIGN_RE.match(word) or name in WRAPPERS or word.startswith("-")
+                or _NUMBERISH_RE.match(word)):
+            continue
+        return name
+    return ""
+
+
+def _norm_target(target: str) -> str:
+    while True:
+        for suffix in ("/*", "/.", "/"):
+            if target.endswith(suffix):
+                target = target[: -len(suffix)]
+                break
+        else:
+            return target
+
+
+def _recursive(rest: list[str]) -> bool:
+    return any(w in ("--recursive", "-r", "-R") or (w.startswith("-") and not w.startswith("--")
+               and ("r" in w or "R" in w)) for w in rest)
+
+
+def _critical(rest: list[str]) -> bool:
+    return "--no-preserve-root" in rest or any(
+        not w.startswith("-") and _norm_target(w) in _CRITICAL_DIRS for w in rest)
+
+
+def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
+    if name == "rm" and _recursive(rest) and _critical(rest):
+        return "T0.rm_root", "recursive rm of / or a top-level directory"
+    if name in _DISK_TOOLS or name.startswith("mkfs."):
+        return "T0.disk_format", f"'{name}' formats or repartitions disks"
+    if name in ("dd", "shred") and any(
+            w.startswith(("of=/dev/", "/dev/")) and w not in ("of=/dev/null", "/dev/null")
+            for w in rest):
+        return "T0.raw_device_write", f"'{name}' writing to a device"
+    if name in _POWER or (name in ("init", "telinit") and rest[:1] in (["0"], ["6"])) or (
+            name == "systemctl" and any(w in _SYSTEMCTL_POWER for w in rest)):
+        return "T0.power", "shuts down or reboots the host"
+    if name in ("chmod", "chown", "chgrp") and _recursive(rest) and _critical(rest):
+        return "T0.perm_root", f"recursive {name} on a top-level directory"
+    if name in ("nc", "ncat", "netcat", "nc.traditional", "nc.openbsd") and any(
+            w in ("--exec", "--sh-exec", "--lua-exec") or (
+                w.startswith("-") and not w.startswith("--") and ("e" in w or "c" in w))
+            for w in rest):
+        return "T0.reverse_shell", f"'{name}' with an exec option opens a remote shell"
+    if name == "socat" and any("exec:" in w or "system:" in w for w in rest):
+        return "T0.reverse_shell", "socat exec/system address opens a remote shell"
+    if name == "tcpdump" and any(w == "-z" or (w.startswith("-") and not w.startswith("--")
+                                 and "z" in w.lstrip("-")) for w in rest):
+        return "T0.tcpdump_exec", "tcpdump -z runs a program as root"
+    if name == "az":
+        return _az_check(rest)
+    return None
+
+
+def _az_check(rest: list[str]) -> tuple[str, str] | None:
+    if any("get-access-token" in w or w in ("--expose-token", "--show-token") for w in rest):
+        return "T0.az_token", "az command that prints an access token"
+    words = [w for w in rest if not w.startswith("-")]
+    pairs = set(zip(words, words[1:], strict=False))
+    if any(p in pairs for p in _AZ_REMOTE_PAIRS) or (words[:1] == ["ssh"]):
+        return "T0.az_remote_exec", "az command that runs code or a shell on a remote machine"
+    if any(p in pairs for p in _AZ_CRED_PAIRS) or any(
+            w in ("create-for-rbac", "get-credentials", "reset-access") for w in words):
+        return "T0.az_credentials", "az command that creates, resets or downloads credentials"
+    for index in range(len(words) - 1):
+        if words[index] == "group" and words[index + 1] == "delete" and (
+                index == 0 or words[index - 1] not in ("deployment",)):
+            return "T0.az_group_delete", "az group delete removes every resource in the group"
+    return None
+
+
+def tier0(command: str) -> Verdict | None:
+    """Return a FORBIDDEN verdict if any Tier 0 rule matches, else None."""
+    norm = normalize_hostile(command)
+    dequoted = re.sub(r"['\"\\]", "", norm)
+    compact = re.sub(r"\s+", "", dequoted)
+    if _FORK_BOMB_RE.search(compact):
+        return make_verdict("T0.fork_bomb", "Refused: this defines a function that pipes into "
+                            "or backgrounds itself, the shape of a fork bomb.")
+    if "/dev/tcp/" in compact or "/dev/udp/" in compact:
+        return make_verdict("T0.reverse_shell", "Refused: /dev/tcp or /dev/udp redirection "
+                            "is how reverse shells are opened.")
+    if "metadata:true" in compact:
+        return make_verdict("T0.metadata_header", "Refused: the 'Metadata: true' header is only "
+                            "needed to query the instance metadata service, which hands out "
+                            "managed-identity tokens.")
+    if _RAW_DEVICE_RE.search(compact):
+        return make_verdict("T0.raw_device_write", "Refused: redirecting output onto a block "
+                            "device destroys the disk.")
+    if _PIPE_SHELL_RE.search(dequoted):
+        return make_verdict("T0.pipe_to_shell", "Refused: piping output into a shell or "
+                            "interpreter runs whatever that output says.")
+    for marker in _CREDENTIAL_MARKERS:
+        if marker in compact or ("/proc/" in compact and "/environ" in compact):
+            return make_verdict("T0.credential_store", "Refused: the command names a local "
+                                "credential store (token cache, shadow file, private keys, "
+                                "process environment).")
+    for words in tolerant_segments(norm):
+        found = _segment(words)
+        if found is not None:
+            return found
+    return None
+
+
+def _segment(words: list[str]) -> Verdict | None:
+    for word in words:
+        if word_hits_metadata(word):
+            return make_verdict("T0.metadata_endpoint", f"Refused: '{word[:80]}' points at "
+                                "the instance metadata service (169.254.169.254), which "
+                                "hands out managed-identity tokens.")
+    if any(word_hits_wireserver(w) for w in words):
+        program = _first_program(words)
+        if program not in _DNS_ICMP:
+            return make_verdict("T0.wireserver", "Refused: only DNS lookups and ICMP probes "
+                                "may reach the Azure WireServer 168.63.129.16; it serves VM "
+                                "agent state and extension secrets.")
+    for index in _candidates(words):
+        hit = _program_check(_basename(words[index]), words[index + 1:])
+        if hit is not None:
+            rule, what = hit
+            return make_verdict(rule, f"Refused ({rule}): {what}. This is never allowed, "
+                                "even with approval.")
+    return None

@@ -1,0 +1,148 @@
+"""The verdict type and the table of every rule id the classifier can return.
+
+Each rule id has exactly one classification and tier, so an audit row that records a rule id
+can always be explained from this table alone (docs/safety.md prints it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Classification = Literal["SAFE", "RISKY", "FORBIDDEN"]
+
+#: Bump whenever a rule changes meaning; approvals are bound to (command hash, this version).
+CLASSIFIER_VERSION: Final = "ghost-safety-2025.1"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the rule table."""
+
+    rule_id: str
+    classification: Classification
+    tier: int
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's decision about one command line."""
+
+    classification: Classification
+    tier: int
+    rule: str
+    reason: str
+    classifier_version: str = CLASSIFIER_VERSION
+    argv: tuple[str, ...] | None = None
+
+    @property
+    def is_safe(self) -> bool:
+        return self.classification == "SAFE"
+
+
+def _r(rule_id: str, classification: Classification, meaning: str) -> Rule:
+    tier = int(rule_id[1])
+    return Rule(rule_id, classification, tier, meaning)
+
+
+_F: Final = "FORBIDDEN"
+_R: Final = "RISKY"
+_S: Final = "SAFE"
+
+_RULE_LIST: Final[tuple[Rule, ...]] = (
+    # Tier 0: never run, whatever a human says.
+    _r("T0.metadata_endpoint", _F, "targets the cloud instance metadata service (IMDS) "
+       "169.254.169.254 / fd00:ec2::254 in any spelling"),
+    _r("T0.metadata_header", _F, "sends the `Metadata: true` header that IMDS requires"),
+    _r("T0.wireserver", _F, "talks to the Azure WireServer 168.63.129.16 with something other "
+       "than a DNS lookup or ICMP probe (it serves VM agent goal state and extension secrets)"),
+    _r("T0.credential_store", _F, "names a local credential store (az token cache, "
+       "/etc/shadow, SSH private keys, process environments)"),
+    _r("T0.rm_root", _F, "recursive delete of / or a top-level system or home directory"),
+    _r("T0.disk_format", _F, "formats, wipes or repartitions a disk"),
+    _r("T0.raw_device_write", _F, "writes to a raw block device (dd of=/dev/..., > /dev/sda)"),
+    _r("T0.power", _F, "shuts down or reboots the host"),
+    _r("T0.fork_bomb", _F, "defines a self-replicating shell function (fork bomb)"),
+    _r("T0.perm_root", _F, "recursive chmod/chown of / or a top-level system directory"),
+    _r("T0.reverse_shell", _F, "opens a remote shell (/dev/tcp, nc -e, socat exec)"),
+    _r("T0.pipe_to_shell", _F, "pipes data into a shell or interpreter"),
+    _r("T0.tcpdump_exec", _F, "tcpdump -z runs an arbitrary program on rotated files"),
+    _r("T0.az_token", _F, "mints or prints an access token (get-access-token, --expose-token)"),
+    _r("T0.az_credentials", _F, "creates, resets or downloads credentials "
+       "(sp create-for-rbac, credential reset, aks get-credentials, vm user update)"),
+    _r("T0.az_remote_exec", _F, "runs code on a remote machine (run-command, custom script "
+       "extension, aks command invoke, container exec, ssh)"),
+    _r("T0.az_group_delete", _F, "deletes a whole resource group"),
+    # Tier 1: allowlisted programs.
+    _r("T1.allowed", _S, "allowlisted diagnostic program with allowlisted options only"),
+    _r("T1.unknown_option", _R, "an option of an allowlisted program that is not on its allowlist"),
+    _r("T1.bad_value", _R, "an option value or argument that fails validation"),
+    _r("T1.bad_target", _R, "a host, URL or address that is not a plain host name or IP"),
+    _r("T1.loopback_target", _R, "targets loopback, link-local or unspecified addresses "
+       "(local services such as the Arc IMDS on localhost:40342)"),
+    _r("T1.end_of_options", _R, "uses `--`, which changes how later words are parsed"),
+    _r("T1.writes_file", _R, "an option that writes a local file"),
+    _r("T1.reads_file", _R, "an option that reads a local file (config, batch, keys, filters)"),
+    _r("T1.sends_data", _R, "an option that uploads or sends a request body"),
+    _r("T1.state_change", _R, "an option or subcommand that changes host or socket state"),
+    _r("T1.flood", _R, "flood or unbounded-rate probing"),
+    _r("T1.unbounded", _R, "a probe or capture with no count or time bound"),
+    _r("T1.interactive", _R, "a mode that reads commands interactively"),
+    _r("T1.payload_dump", _R, "prints packet payloads, which may carry credentials"),
+    _r("T1.curl_method", _R, "an HTTP method other than GET or HEAD"),
+    _r("T1.curl_header", _R, "a request header outside the harmless allowlist"),
+    _r("T1.curl_scheme", _R, "a URL scheme other than http(s), or no explicit scheme"),
+    _r("T1.curl_credentials", _R, "sends credentials (user:pass@ in URL, -u, --oauth2-bearer)"),
+    _r("T1.curl_url_glob", _R, "curl URL globbing ([] or {}) expands into many requests"),
+    _r("T1.curl_next", _R, "--next / -: starts a second, unchecked request"),
+    _r("T1.path_outside_data_dir", _R, "a file path that resolves outside the audit/data dir"),
+    _r("T1.no_data_dir", _R, "a file-reading command while no data directory is configured"),
+    # Tier 2: az.
+    _r("T2.az_read", _S, "az read verb (list, show, get, exists, test-*, show-*) with no "
+       "secret-returning group and no file or secret arguments"),
+    _r("T2.az_secret_read", _R, "az read that returns keys, secrets, SAS tokens, "
+       "connection strings, credentials or app settings"),
+    _r("T2.az_rest", _R, "az rest sends an arbitrary ARM/Graph request"),
+    _r("T2.az_mutating_verb", _R, "az verb that changes state (create, update, delete, set, "
+       "start, stop, download, ...)"),
+    _r("T2.az_unknown_verb", _R, "az verb that is not a known read verb"),
+    _r("T2.az_leading_option", _R, "an option placed before the az command group"),
+    _r("T2.az_bad_path", _R, "an az command path that is not plain lowercase words"),
+    _r("T2.az_file_argument", _R, "an az argument loaded from a file (@file) or naming a "
+       "local file or directory"),
+    _r("T2.az_secret_argument", _R, "passes a key, SAS token, password or connection "
+       "string on the command line"),
+    _r("T2.az_debug", _R, "--debug prints raw HTTP traffic"),
+    # Tier 3: structure and dangerous patterns.
+    _r("T3.empty", _R, "empty command"),
+    _r("T3.too_long", _R, "command longer than the gate inspects"),
+    _r("T3.non_ascii", _R, "non-ASCII characters (look-alikes, zero-width, bidi controls)"),
+    _r("T3.control_char", _R, "control characters (newline, CR, tab, NUL, escape)"),
+    _r("T3.chaining", _R, "shell operators that chain, pipe or background commands"),
+    _r("T3.substitution", _R, "command or process substitution ($(), backticks, <())"),
+    _r("T3.expansion", _R, "variable, arithmetic or ANSI-C expansion ($VAR, ${IFS}, $'..')"),
+    _r("T3.redirection", _R, "input or output redirection"),
+    _r("T3.glob", _R, "unquoted glob, brace or tilde expansion"),
+    _r("T3.escape", _R, "backslash escapes"),
+    _r("T3.comment", _R, "an unquoted # comment"),
+    _r("T3.parse_error", _R, "the command line does not parse cleanly (unbalanced quotes, ...)"),
+    _r("T3.quoted_program", _R, "quotes inside the program name"),
+    _r("T3.program_path", _R, "the program is named by a path, not a bare allowlisted name"),
+    _r("T3.assignment_prefix", _R, "VAR=value before the program changes its environment"),
+    _r("T3.wrapper", _R, "a wrapper that runs another program (sudo, env, timeout, xargs, ...)"),
+    _r("T3.interpreter", _R, "a shell or language interpreter"),
+    _r("T3.destructive_program", _R, "a program that deletes, moves or changes files, "
+       "processes, services or firewall state"),
+    _r("T3.network_tool", _R, "a general network client or server (nc, wget, ssh, openssl)"),
+    _r("T3.unknown_program", _R, "a program that is not on the allowlist"),
+)
+
+#: rule id -> Rule, for docs, audit and the approval UI.
+RULES: Final[dict[str, Rule]] = {r.rule_id: r for r in _RULE_LIST}
+
+
+def make_verdict(rule_id: str, reason: str, argv: tuple[str, ...] | None = None) -> Verdict:
+    """Build a verdict whose classification and tier come from the rule table."""
+    rule = RULES[rule_id]
+    return Verdict(rule.classification, rule.tier, rule_id, reason, CLASSIFIER_VERSION, argv)
