@@ -14,8 +14,6 @@ command that has no outcome with ``error: "interrupted"``; it is never run again
 
 from __future__ import annotations
 
-import os
-import sys
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,14 +31,19 @@ from core.safety.approval import (
     command_hash,
 )
 from core.safety.classify import classify
-from core.safety.executor import ExecError, ExecResult, run_argv
+from core.safety.executor import ExecError, run_argv
 from core.safety.files import DataFileError, read_data_file
+from core.safety.outcome import Outcome, child_environ
 from core.safety.redact import redact
+from core.safety.responses import (
+    environment_of,
+    outcome_unknown,
+    pending_response,
+    response_from_record,
+)
 from core.safety.truncate import truncate
 from core.safety.verdict import Verdict
 from core.session_state import utc_now
-
-PENDING = "pending_approval"
 
 #: An SDK call gated like a command: returns (exit_code, output, stderr).
 CallFn = Callable[[], tuple[int, str, str]]
@@ -66,32 +69,6 @@ class ShellLimits:
     max_output_bytes: int = 2_000_000
     max_lines: int = 200
     max_tokens: int = 4000
-
-
-def environment_of(command: str) -> str:
-    """``azure`` for Azure CLI calls (the cloud control plane), ``local`` otherwise."""
-    first = command.strip().split(maxsplit=1)[:1]
-    return "azure" if first == ["az"] else "local"
-
-
-def response_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """Rebuild the Tool 1 response from a ``command`` audit record (also used on resume)."""
-    response: dict[str, Any] = {
-        "status": record.get("status"),
-        "classification": record.get("classification"),
-        "action": record.get("action"),
-        "output": record.get("output") or "",
-        "stderr": record.get("stderr") or "",
-        "exit_code": record.get("exit_code"),
-        "error": record.get("error"),
-        "audit_id": record.get("audit_id"),
-        "output_metadata": record.get("output_metadata")
-        or {"truncation_applied": False},
-        "environment": record.get("environment") or "local",
-    }
-    if record.get("denial_reason"):
-        response["denial_reason"] = record["denial_reason"]
-    return response
 
 
 class SafeExecShell:
@@ -212,12 +189,12 @@ class SafeExecShell:
             approval = self._expire(approval) or approval
         status = approval.status
         if status == ST_PENDING:
-            return self._pending_response(approval)
+            return pending_response(approval)
         if status == ST_MODIFIED:
             successor = (approval.context or {}).get("successor")
             if successor:
                 return self.resume(str(successor), call=call)
-            return self._pending_response(approval)
+            return pending_response(approval)
         if status == ST_APPROVED:
             return self._run_approved(approval, call=call)
         if status in (ST_DENIED, ST_ABANDONED, ST_EXPIRED):
@@ -226,7 +203,7 @@ class SafeExecShell:
         if recorded:
             return self._recorded(str(recorded))
         # executing with no recorded outcome: another process runs it now, or died doing so
-        return self._outcome_unknown(approval)
+        return outcome_unknown(approval)
 
     def recover_interrupted(self) -> list[str]:
         """Close every command that started but never finished (the process died).
@@ -306,7 +283,7 @@ class SafeExecShell:
         except Exception as exc:  # noqa: BLE001 - an approver failure must fail closed
             decision = Decision.abandon("ghost", f"approver failed: {exc}")
         if decision is None:
-            return self._pending_response(approval)
+            return pending_response(approval)
         self.decide(approval.approval_id, decision)
         return self.resume(approval.approval_id, call=call)
 
@@ -353,24 +330,12 @@ class SafeExecShell:
         bound = command_hash(approval.command, verdict.classifier_version)
         if bound != approval.command_hash:
             # the rules changed since the human looked: their approval does not carry over
-            changed = self.approvals.transition_approval(
-                approval.approval_id, approval.version,
-                {"status": ST_DENIED, "denial_reason": "The safety rules changed after this "
-                 "approval; the command must be approved again."},
-            )
-            if changed:
-                return self._close_denied(changed)
-            return self.resume(approval.approval_id, call=call)
+            return self._deny_instead(approval, "The safety rules changed after this approval; "
+                                      "the command must be approved again.", call)
         if approval.replaces_approval_id and call is not None:
             # an SDK call cannot take an edited command line: run nothing, tell the model
-            refused = self.approvals.transition_approval(
-                approval.approval_id, approval.version,
-                {"status": ST_DENIED, "denial_reason": "Ghost cannot run an edited Azure call. "
-                 "Deny it with a reason instead, and Ghost will re-plan."},
-            )
-            if refused:
-                return self._close_denied(refused)
-            return self.resume(approval.approval_id, call=call)
+            return self._deny_instead(approval, "Ghost cannot run an edited Azure call. Deny it "
+                                      "with a reason instead, and Ghost will re-plan.", call)
         claimed = self.approvals.transition_approval(
             approval.approval_id, approval.version, {"status": ST_EXECUTING}
         )
@@ -391,6 +356,18 @@ class SafeExecShell:
              "context": {**(claimed.context or {}), "audit_id": response["audit_id"]}},
         )
         return response
+
+    def _deny_instead(
+        self, approval: ApprovalRecord, reason: str, call: CallFn | None
+    ) -> dict[str, Any]:
+        """Turn an approved request into a denial the model is told about (nothing runs)."""
+        denied = self.approvals.transition_approval(
+            approval.approval_id, approval.version,
+            {"status": ST_DENIED, "denial_reason": reason},
+        )
+        if denied is None:  # changed under us: follow whatever happened
+            return self.resume(approval.approval_id, call=call)
+        return self._close_denied(denied)
 
     def _close_denied(self, approval: ApprovalRecord) -> dict[str, Any]:
         recorded = (approval.context or {}).get("audit_id")
@@ -472,20 +449,20 @@ class SafeExecShell:
         })
         return response_from_record(record)
 
-    def _execute_call(self, call: CallFn) -> _Outcome:
+    def _execute_call(self, call: CallFn) -> Outcome:
         start = self.clock()
         try:
             exit_code, output, stderr = call()
         except Exception as exc:  # noqa: BLE001 - an SDK failure is an outcome, not a crash
-            return _Outcome(None, "", f"{type(exc).__name__}: {exc}", False, "call_failed",
+            return Outcome(None, "", f"{type(exc).__name__}: {exc}", False, "call_failed",
                             (self.clock() - start).total_seconds(), 0)
-        return _Outcome(exit_code, output, stderr, False, None,
+        return Outcome(exit_code, output, stderr, False, None,
                         (self.clock() - start).total_seconds(), 0)
 
-    def _execute_argv(self, command: str, verdict: Verdict) -> _Outcome:
+    def _execute_argv(self, command: str, verdict: Verdict) -> Outcome:
         argv = verdict.argv
         if argv is None:
-            return _Outcome.failed(
+            return Outcome.failed(
                 "unsupported_syntax",
                 "Ghost runs one program without a shell: pipes, redirections, substitutions "
                 "and chaining are not executed. Split it into single commands.",
@@ -495,21 +472,21 @@ class SafeExecShell:
         try:
             result = run_argv(list(argv), timeout_s=self.limits.timeout_s,
                               max_output_bytes=self.limits.max_output_bytes,
-                              env_allowlist=self.env_allowlist, environ=_child_environ())
+                              env_allowlist=self.env_allowlist, environ=child_environ())
         except ExecError as exc:
-            return _Outcome.failed("command_not_found", str(exc))
-        return _Outcome.of(result)
+            return Outcome.failed("command_not_found", str(exc))
+        return Outcome.of(result)
 
-    def _cat(self, argv: tuple[str, ...]) -> _Outcome:
+    def _cat(self, argv: tuple[str, ...]) -> Outcome:
         paths = [a for a in argv[1:] if a != "--"]
         if len(paths) != 1 or paths[0].startswith("-"):
-            return _Outcome.failed("unsupported_syntax", "cat reads exactly one file.")
+            return Outcome.failed("unsupported_syntax", "cat reads exactly one file.")
         try:
             text = read_data_file(paths[0], self.data_dir,
                                   max_bytes=self.limits.max_output_bytes)
         except DataFileError as exc:
-            return _Outcome.failed("file_not_permitted", str(exc))
-        return _Outcome(exit_code=0, stdout=text, stderr="", timed_out=False, error=None,
+            return Outcome.failed("file_not_permitted", str(exc))
+        return Outcome(exit_code=0, stdout=text, stderr="", timed_out=False, error=None,
                         duration_s=0.0, output_bytes_dropped=0)
 
     def _refuse(self, command: str, reasoning: str, verdict: Verdict | None, error: str,
@@ -536,36 +513,6 @@ class SafeExecShell:
             if record.get("audit_id") == audit_id:
                 return response_from_record(record)
         raise KeyError(f"audit record {audit_id} is missing")
-
-    def _outcome_unknown(self, approval: ApprovalRecord) -> dict[str, Any]:
-        return {
-            "status": "error",
-            "classification": approval.classification,
-            "action": "user_modified" if approval.modified_by else "user_approved",
-            "output": "",
-            "stderr": "This approved command started but its outcome was not recorded (Ghost "
-                      "stopped or another process is running it). It will not be run again.",
-            "exit_code": None,
-            "error": "outcome_unknown",
-            "audit_id": None,
-            "output_metadata": {"truncation_applied": False},
-            "environment": approval.environment,
-        }
-
-    def _pending_response(self, approval: ApprovalRecord) -> dict[str, Any]:
-        return {
-            "status": PENDING,
-            "classification": approval.classification,
-            "action": None,
-            "output": "",
-            "stderr": "",
-            "exit_code": None,
-            "error": None,
-            "audit_id": None,
-            "approval_id": approval.approval_id,
-            "output_metadata": {"truncation_applied": False},
-            "environment": approval.environment,
-        }
 
     def _request_view(self, approval: ApprovalRecord) -> ApprovalRequest:
         return ApprovalRequest(
@@ -615,41 +562,3 @@ class SafeExecShell:
                         "command_hash": approval.command_hash,
                         "replaces_approval_id": approval.replaces_approval_id},
         })
-
-
-def _child_environ() -> dict[str, str]:
-    """The parent environment with Ghost's own bin directory on PATH.
-
-    `ghost-forensics` is installed next to the Python running Ghost; a service started as
-    `.venv/bin/ghost serve` has no activated venv, so the directory is added explicitly (last,
-    so it never shadows a system program). The executor still scrubs everything else.
-    """
-    environ = dict(os.environ)
-    own = str(Path(sys.executable).parent)
-    parts = [p for p in environ.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(":") if p]
-    if own not in parts:
-        parts.append(own)
-    environ["PATH"] = ":".join(parts)
-    return environ
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """What running (or refusing to run) the program produced."""
-
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool
-    error: str | None
-    duration_s: float
-    output_bytes_dropped: int
-
-    @classmethod
-    def failed(cls, error: str, message: str) -> _Outcome:
-        return cls(None, "", message, False, error, 0.0, 0)
-
-    @classmethod
-    def of(cls, result: ExecResult) -> _Outcome:
-        return cls(result.exit_code, result.stdout, result.stderr, result.timed_out, None,
-                   result.duration_s, result.output_bytes_dropped)
