@@ -10,6 +10,19 @@ from pathlib import Path
 from core.safety.executor import ExecResult
 
 
+#: Flags that make a program ignore its per-user startup file (~/.curlrc, ~/.digrc): such a
+#: file could add options the classifier never saw. Each must come first on the command line.
+_NO_RC_FLAG = {"curl": "-q", "dig": "-r"}
+
+
+def without_rc_files(argv: tuple[str, ...]) -> list[str]:
+    """The argv to run: as classified, plus the flag that disables the user's rc file."""
+    flag = _NO_RC_FLAG.get(argv[0])
+    if flag is None or (len(argv) > 1 and argv[1] == flag):
+        return list(argv)
+    return [argv[0], flag, *argv[1:]]
+
+
 def child_environ() -> dict[str, str]:
     """The parent environment with Ghost's own bin directory on PATH.
 

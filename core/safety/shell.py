@@ -33,7 +33,7 @@ from core.safety.approval import (
 from core.safety.classify import classify
 from core.safety.executor import ExecError, run_argv
 from core.safety.files import DataFileError, read_data_file
-from core.safety.outcome import Outcome, child_environ
+from core.safety.outcome import Outcome, child_environ, without_rc_files
 from core.safety.redact import redact
 from core.safety.responses import (
     environment_of,
@@ -470,7 +470,7 @@ class SafeExecShell:
         if argv[0] == "cat":
             return self._cat(argv)
         try:
-            result = run_argv(list(argv), timeout_s=self.limits.timeout_s,
+            result = run_argv(without_rc_files(argv), timeout_s=self.limits.timeout_s,
                               max_output_bytes=self.limits.max_output_bytes,
                               env_allowlist=self.env_allowlist, environ=child_environ())
         except ExecError as exc:

@@ -258,3 +258,42 @@ def test_ghost_forensics_runs_as_safe_on_a_capture_in_the_data_dir(
     assert res["classification"] == "SAFE", res
     assert res["status"] == "completed" and res["exit_code"] == 0, res
     assert (out / "cap_forensic_report.md").read_text().count("## Executive Summary") == 1
+
+
+def test_curlrc_in_home_cannot_add_options(store: Store, sid: str, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ~/.curlrc written by an earlier command must not change what an approved curl does."""
+    import http.server
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello from loopback")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    home = tmp_path / "home"
+    home.mkdir()
+    hijacked = tmp_path / "written-by-curlrc"
+    (home / ".curlrc").write_text(f'output = "{hijacked}"\n')
+    monkeypatch.setenv("HOME", str(home))
+    try:
+        shell = make_shell(store, sid, ScriptedApprover(Decision.approve("alice")), tmp_path)
+        url = f"http://127.0.0.1:{server.server_port}/"
+        res = shell.execute({"command": f"curl -s -m 5 {url}", "reasoning": "x"})
+    finally:
+        server.shutdown()
+    assert res["status"] == "completed" and "hello from loopback" in res["output"]
+    assert not hijacked.exists()
+
+
+def test_rc_flags_are_added_first() -> None:
+    from core.safety.outcome import without_rc_files
+
+    assert without_rc_files(("curl", "-sI", "https://x")) == ["curl", "-q", "-sI", "https://x"]
+    assert without_rc_files(("dig", "+short", "x")) == ["dig", "-r", "+short", "x"]
+    assert without_rc_files(("ss", "-tln")) == ["ss", "-tln"]
