@@ -1,0 +1,79 @@
+"""The task registry: the TaskLog port plus an in-memory fallback when a write fails.
+
+The spec's rule for an unwritable registry: warn, keep going in memory, lose state on exit. In
+Ghost the registry is the database, so a failed append is rare and loud (logged at ERROR), and
+the task keeps advancing from the in-memory copy in this process.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from core.orchestrator.records import Task
+from core.ports import TaskLog
+
+log = logging.getLogger("ghost.orchestrator")
+
+
+class TaskRegistry:
+    """Load and append task records; current state = the last record per task_id."""
+
+    def __init__(self, tasks: TaskLog, session_id: str) -> None:
+        self.tasks = tasks
+        self.session_id = session_id
+        self._unsaved: dict[str, Task] = {}
+
+    def save(self, task: Task) -> None:
+        """Append the full record (a copy: later mutation must not change what was written)."""
+        snapshot = copy.deepcopy(task)
+        try:
+            self.tasks.append_task_event(str(task["session_id"]), snapshot)
+        except Exception as exc:  # noqa: BLE001 - the spec: a registry failure is not fatal
+            log.error("task registry write failed for %s (state %s): %s; continuing in memory "
+                      "only, this state is lost if the process exits", task["task_id"],
+                      task["state"], exc)
+            self._unsaved[str(task["task_id"])] = snapshot
+            return
+        self._unsaved.pop(str(task["task_id"]), None)
+
+    def load(self, task_id: str) -> Task | None:
+        """The newest record of ``task_id``: this session first, then any session."""
+        if task_id in self._unsaved:
+            return copy.deepcopy(self._unsaved[task_id])
+        for scope in (self.session_id, None):
+            for record in self._read(scope):
+                if record.get("task_id") == task_id:
+                    return record
+        return None
+
+    def session_tasks(self) -> list[Task]:
+        return self._merge(self._read(self.session_id), self.session_id)
+
+    def all_tasks(self) -> list[Task]:
+        return self._merge(self._read(None), None)
+
+    def _read(self, scope: str | None) -> list[Task]:
+        try:
+            records = self.tasks.latest_tasks(scope)
+        except Exception as exc:  # noqa: BLE001 - report, and fall back to memory
+            log.error("task registry read failed: %s", exc)
+            return []
+        return [r for r in records if _valid(r)]
+
+    def _merge(self, records: list[Task], scope: str | None) -> list[Task]:
+        by_id = {str(r["task_id"]): r for r in records}
+        for task_id, record in self._unsaved.items():
+            if scope is None or record.get("session_id") == scope:
+                by_id[task_id] = copy.deepcopy(record)
+        return list(by_id.values())
+
+
+def _valid(record: Any) -> bool:
+    """Skip records that are not task records (the spec: skip corrupted lines, warn)."""
+    ok = isinstance(record, dict) and bool(record.get("task_id")) and "state" in record \
+        and isinstance(record.get("timestamps"), dict)
+    if not ok:
+        log.warning("skipping a task record that is not a task: %.200r", record)
+    return ok

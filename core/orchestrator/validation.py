@@ -1,0 +1,98 @@
+"""Request validation for capture_traffic: missing and malformed parameters, before any task.
+
+Values end up in command lines that humans approve, so they are held to strict patterns here:
+a target or filter that could disguise what an approver reads is refused, not quoted.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from core.orchestrator.model import MAX_TIME_LIMIT_S
+
+_TARGET_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9/._()-]{0,400}$")
+_ACCOUNT_RE: Final = re.compile(r"^[a-z0-9]{3,24}$")
+_RG_RE: Final = re.compile(r"^[A-Za-z0-9._()-]{1,90}$")
+_FILTER_KEYS: Final = frozenset({"protocol", "localIPAddress", "remoteIPAddress", "localPort",
+                                 "remotePort"})
+_FILTER_VALUE_RE: Final = re.compile(r"^[A-Za-z0-9.:;,/-]{1,200}$")
+PAIR_SEPARATOR: Final = " to "
+
+
+class RequestError(Exception):
+    """A request the orchestrator refuses: ``code`` for the Brain, ``message`` for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def split_targets(target: object) -> list[str]:
+    """One target, or two for a dual-end capture (``"vm-a to vm-b"``)."""
+    if not isinstance(target, str) or not target.strip():
+        raise RequestError("missing_parameter", "target is required for capture_traffic")
+    parts = [p.strip() for p in target.split(PAIR_SEPARATOR)]
+    if len(parts) > 2 or not all(parts):
+        raise RequestError("invalid_parameter", f"target {target!r}: give one target or "
+                           "two joined by ' to ' (\"web-vm-01 to redis-vm\")")
+    for part in parts:
+        if not _TARGET_RE.match(part):
+            raise RequestError("invalid_parameter", f"target {part!r} is not a VM name or "
+                               "resource id (letters, digits, / . _ ( ) - only)")
+    if len(parts) == 2 and parts[0] == parts[1]:
+        raise RequestError("invalid_parameter", "a dual-end capture needs two different "
+                           "targets")
+    return parts
+
+
+def capture_parameters(raw: object) -> dict[str, Any]:
+    """The validated parameters (a new dict); raises :class:`RequestError`."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise RequestError("invalid_parameter", "parameters must be an object")
+    for name in ("duration_seconds", "storage_account", "resource_group"):
+        if raw.get(name) in (None, ""):
+            raise RequestError("missing_parameter", f"{name} is required")
+    params = dict(raw)
+    duration = params["duration_seconds"]
+    if isinstance(duration, bool) or not isinstance(duration, int) \
+            or not 1 <= duration <= MAX_TIME_LIMIT_S:
+        raise RequestError("invalid_parameter", f"duration_seconds must be an integer from 1 "
+                           f"to {MAX_TIME_LIMIT_S} (Network Watcher's limit), got {duration!r}")
+    if not isinstance(params["storage_account"], str) or \
+            not _ACCOUNT_RE.match(params["storage_account"]):
+        raise RequestError("invalid_parameter", "storage_account must be 3-24 lowercase "
+                           "letters and digits (an Azure storage account name)")
+    for name in ("resource_group", "storage_resource_group"):
+        value = params.get(name)
+        if value is not None and (not isinstance(value, str) or not _RG_RE.match(value)):
+            raise RequestError("invalid_parameter", f"{name} {value!r} is not a resource "
+                               "group name")
+    for name in ("bytes_per_packet", "total_bytes"):
+        value = params.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 0):
+            raise RequestError("invalid_parameter", f"{name} must be a non-negative integer")
+    params["filters"] = _filters(params.get("filters"))
+    return params
+
+
+def _filters(raw: object) -> list[dict[str, str]]:
+    if raw in (None, []):
+        return []
+    if not isinstance(raw, list) or len(raw) > 10:
+        raise RequestError("invalid_parameter", "filters must be a list of at most 10 objects")
+    out = []
+    for item in raw:
+        if not isinstance(item, dict) or not item or not set(item) <= _FILTER_KEYS:
+            raise RequestError("invalid_parameter", f"filter {item!r}: allowed keys are "
+                               f"{', '.join(sorted(_FILTER_KEYS))}")
+        for key, value in item.items():
+            if not isinstance(value, str | int) or not _FILTER_VALUE_RE.match(str(value)):
+                raise RequestError("invalid_parameter", f"filter {key}={value!r} is not an "
+                                   "address, port, range or protocol")
+        out.append({k: str(v) for k, v in item.items()})
+    return out
