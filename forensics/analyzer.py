@@ -82,7 +82,8 @@ class Analyzer:
                       dport: int, ts: int, frame: int) -> list[Any]:
         flow = new_flow(6, addrs, sport, dport, ts, frame)
         self.flows.append(flow)
-        conv: list[Any] = [T.new_direction(), T.new_direction(), 0, 0, flow]
+        # [dir 0, dir 1, handshake RTT, SYN time, flow, 1 + direction of the SYN-ACK (0: none)]
+        conv: list[Any] = [T.new_direction(), T.new_direction(), 0, 0, flow, 0]
         self.tcp_convs[key] = (conv, 0)
         rkey = (addrs[alen:] + addrs[:alen], (dport << 16) | sport)
         self.tcp_convs[rkey] = (conv, 1)
@@ -302,15 +303,22 @@ class Analyzer:
                     if hlen > 20 and l4 + hlen <= end:
                         ws = _window_scale(buf, l4 + 20, l4 + hlen)
                     if ws >= 0:
-                        fwd[7] = ws
+                        if fwd[7] != -2:  # -2: the peer's SYN had no scaling, so none applies
+                            fwd[7] = ws
                     elif fwd[7] == -1:
                         fwd[7] = -2
                         rev[7] = -2
+                    if th & 0x10 and conv[3]:
+                        conv[5] = d + 1
+                    if th & 0x10 and fwd[7] > 0 and rev[7] >= 0:
+                        # Both shifts known by the SYN-ACK: tshark scales its window already.
+                        win <<= fwd[7]
                 else:
                     sc = fwd[7]
                     if sc > 0:
                         win <<= sc
-                    if th & 0x10 and not conv[2] and conv[3]:
+                    if th & 0x10 and not conv[2] and conv[5] and conv[5] != d + 1:
+                        # tshark's iRTT: SYN to the ACK of the SYN-ACK (none without one).
                         conv[2] = ts - conv[3]
                         flow[19] = ts
                         flow[17] = conv[3]

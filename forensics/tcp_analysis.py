@@ -65,14 +65,17 @@ LASTACK_TIME = 5  # when it was sent (ns)
 WINDOW = 6  # last (scaled) window advertised in this direction
 WIN_SCALE = 7  # -1 unknown, -2 no scaling, >= 0 shift
 LAST_FLAGS = 8  # analysis flags of the previous segment in this direction
-DUPACKS = 9  # duplicate ACKs in a row
+DUPACKS = 9  # duplicate ACKs sent since this direction's ACK number last changed
 BASE_SEQ = 10
-ACKLOST_ARMED = 11  # may the peer's next ACK beyond MAXSEQ_TO_ACK be flagged
+# ACKed-unseen reporting (tshark 4.0, measured): may the peer's ACK beyond NEXTSEQ be flagged?
+ACKLOST_ARMED = 11  # cleared by a duplicate ACK from here or a report that found no gap,
+#                     set again when this direction's ACK number changes
+GAP_PENDING = 12  # a gap (lost segment) here not yet reported by the peer: flag regardless
 
 
 def new_direction() -> list[int]:
     """Fresh per-direction state (window starts 'unknown', i.e. not zero)."""
-    return [0, 0, 0, 0, 0, 0, M32, -1, 0, 0, 0, 1]
+    return [0, 0, 0, 0, 0, 0, M32, -1, 0, 0, 0, 1, 0]
 
 
 def flag_names(bits: int) -> list[str]:
@@ -128,7 +131,7 @@ def analyze(
         # Previous segment not captured: this one starts beyond the next expected byte.
         if nextseq_f and not th & 0x04 and (nextseq_f - seq) & 0xFFFFFFFF >= 0x80000000:
             ta |= LOST_SEGMENT
-            fwd[11] = 1
+            fwd[12] = 1
         # Keep-alive: 0 or 1 byte starting one byte before the next expected sequence.
         if seglen <= 1 and seq == (nextseq_f - 1) & 0xFFFFFFFF and not sfr:
             ta |= KEEP_ALIVE
@@ -140,15 +143,12 @@ def analyze(
             # Window full is impossible without data; the remaining checks need an empty segment.
             if window and window == fwd[6] and same_ack and rev[8] & KEEP_ALIVE:
                 ta |= KEEP_ALIVE_ACK
-            elif (
-                window == 0
-                and fwd[6] == 0
-                and (same_ack or ack == (fwd[4] + 1) & 0xFFFFFFFF)
-                and rev[8] & ZERO_WINDOW_PROBE
-            ):
+            elif window == 0 and fwd[6] == 0 and same_ack and rev[8] & ZERO_WINDOW_PROBE:
+                # tshark 4.0 wants the same ACK; an ACK of the probe byte itself is not one.
                 ta |= ZERO_WINDOW_PROBE_ACK
             elif window and window == fwd[6] and same_ack:
                 fwd[9] += 1
+                fwd[11] = 0
                 ta |= DUPLICATE_ACK
         elif seglen > 0 and not sfr and rev[7] != -1:
             # Window full: the segment fills the peer's advertised window exactly.
@@ -157,15 +157,20 @@ def analyze(
 
     if ack != fwd[4]:
         fwd[9] = 0
+        fwd[11] = 1  # a new ACK number re-arms ACKed-unseen reports against this direction
 
-    # ACKed segment that wasn't captured.
+    # ACKed segment that wasn't captured: beyond the peer's highest contiguous sequence.
+    # Up to the peer's next expected sequence (a gap the peer showed) it is always reported;
+    # beyond it (data never seen at all) only while armed, as tshark 4.0 does, so that a run
+    # of ACKs for unseen data is reported once.
     maxseq_r = rev[3]
-    if maxseq_r and rev[11] and th & 0x10 and (maxseq_r - ack) & 0xFFFFFFFF >= 0x80000000:
-        ta |= ACK_LOST_SEGMENT
-        rev[3] = rev[1]
-        # tshark 4.0 reports this once, then again only after a new gap in that direction.
-        rev[11] = 0
-        fwd[11] = 1
+    if maxseq_r and th & 0x10 and (maxseq_r - ack) & 0xFFFFFFFF >= 0x80000000:
+        if rev[11] or rev[12] or (rev[1] - ack) & 0xFFFFFFFF < 0x80000000:
+            ta |= ACK_LOST_SEGMENT
+            rev[12] = 0
+            if maxseq_r == rev[1] or rev[9]:
+                rev[11] = 0
+            rev[3] = rev[1]
 
     # Retransmission family: data (or SYN/FIN) that does not advance the sequence.
     if (seglen > 0 or th & (0x03)) and not ta & KEEP_ALIVE:
