@@ -1,16 +1,110 @@
-"""The one place where Ghost is put together: settings → database → store (→ later, the rest).
+"""The one place where Ghost is put together: settings → store → tools → engine.
 
-Tests call :func:`build_store` with their own URL instead of patching anything.
+Tests call these builders with their own settings (a test database, a fake Gemini URL) instead
+of patching anything.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
 from bot.settings import Settings, load_settings
 from storage.db import Database
 from storage.store import Store
+
+if TYPE_CHECKING:
+    from bot.terminal import Prompter
+    from core.engine.loop import Engine
+    from core.orchestrator.backend import CaptureBackend
+    from core.orchestrator.orchestrator import CloudOrchestrator
+    from core.safety.approval import Approver
+    from core.safety.shell import SafeExecShell
 
 
 def build_store(settings: Settings | None = None) -> Store:
     settings = settings or load_settings()
     db = Database(settings.resolved_database_url, auto_migrate=settings.uses_default_database)
     return Store(db)
+
+
+def build_shell(settings: Settings, store: Store, session_id: str, approver: Approver,
+                requested_by: str | None = None) -> SafeExecShell:
+    from core.safety.shell import SafeExecShell, ShellLimits
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return SafeExecShell(session_id, audit=store, approvals=store, approver=approver,
+                         data_dir=settings.data_dir.resolve(), requested_by=requested_by,
+                         limits=ShellLimits(timeout_s=settings.command_timeout_s))
+
+
+def build_capture_backend(settings: Settings) -> CaptureBackend:
+    """The Azure backend when a subscription is configured; otherwise one that says so."""
+    from bot.azure_wiring import capture_backend
+
+    return capture_backend(settings)
+
+
+def build_orchestrator(settings: Settings, store: Store, shell: SafeExecShell,
+                       session_id: str, *, scan_orphans: bool = False) -> CloudOrchestrator:
+    from core.orchestrator.model import OrchestratorConfig
+    from core.orchestrator.orchestrator import CloudOrchestrator
+
+    config = OrchestratorConfig(local_capture_dir=settings.capture_dir.resolve())
+    return CloudOrchestrator(shell=shell, backend=build_capture_backend(settings), tasks=store,
+                             session_id=session_id, config=config, scan_orphans=scan_orphans)
+
+
+def build_engine(
+    settings: Settings, store: Store, *, prompter: Prompter, out: TextIO,
+    brain: Any = None,
+) -> tuple[Engine, Callable[[str], CloudOrchestrator]]:
+    """The terminal engine: the person at the keyboard approves; output goes to ``out``."""
+    from bot.gemini_brain import GeminiBrain
+    from bot.terminal import TerminalNotifier
+    from bot.terminal_approver import TerminalApprover
+    from core.engine.loop import Engine
+
+    approver = TerminalApprover(prompter.stdin, out)
+    shells: dict[str, SafeExecShell] = {}
+    orchestrators: dict[str, CloudOrchestrator] = {}
+
+    def shell_for(sid: str) -> SafeExecShell:
+        if sid not in shells:
+            shells[sid] = build_shell(settings, store, sid, approver, approver.user)
+        return shells[sid]
+
+    def orchestrator_for(sid: str, shell: Any = None) -> CloudOrchestrator:
+        if sid not in orchestrators:
+            orchestrators[sid] = build_orchestrator(settings, store, shell or shell_for(sid),
+                                                    sid, scan_orphans=True)
+        return orchestrators[sid]
+
+    audit_dir = settings.audit_dir
+
+    def write_rca(filename: str, markdown: str) -> str:
+        audit_dir.mkdir(parents=True, exist_ok=True)
+        path = (audit_dir / filename).resolve()
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(markdown, encoding="utf-8")
+        tmp.replace(path)
+        return str(path)
+
+    engine = Engine(
+        store=store,
+        brain=brain or GeminiBrain(settings.model, settings.gemini_api_key or "",
+                                   base_url=settings.gemini_base_url),
+        shell_for=shell_for,
+        orchestrator_for=orchestrator_for,
+        rca_writer=write_rca,
+        notifier=TerminalNotifier(out),
+        audit_dir=str(audit_dir),
+        sleep=_sleep,
+    )
+    return engine, orchestrator_for
+
+
+def _sleep(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)

@@ -18,6 +18,7 @@ HANDLERS: dict[tuple[str, ...], str] = {
     ("session", "list"): "session:list_sessions",
     ("classify",): "safety:classify_command",
     ("redact",): "safety:redact_command",
+    ("investigate",): "investigate:investigate",
 }
 
 
@@ -52,6 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="the ghost-design §8 document")
     listing = session_cmds.add_parser("list", help="list recent investigations")
     listing.add_argument("--limit", type=int, default=20)
+
+    inv = groups.add_parser(
+        "investigate", help="investigate a network problem in this terminal",
+        description="Start an investigation (or resume one). Approvals are asked here; when "
+        "stdin is not a terminal, answers are read line by line.",
+    )
+    inv.add_argument("symptom", nargs="?", metavar="SYMPTOM",
+                     help="what is wrong, e.g. \"vm-a cannot reach redis on 6379\"")
+    inv.add_argument("--resume", metavar="SID", help="continue a saved investigation")
+    inv.add_argument("--model", help="the Gemini model (default: GHOST_MODEL)")
+    inv.add_argument("--audit-dir", help="where the RCA is written (default: DATA_DIR/audit)")
 
     classify = groups.add_parser(
         "classify", help="explain the safety gate's verdict on a command",

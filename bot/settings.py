@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from core.engine.models import DEFAULT_MODEL
 
 
 class Settings(BaseSettings):
@@ -24,7 +26,47 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL. Unset: a SQLite file ghost.db in the data dir, created and "
         "migrated on first use. PostgreSQL: postgresql://user@host:5432/db.",
     )
-    model: str = Field(default="gemini-2.5-flash", description="The Gemini model.")
+    model: str = Field(default=DEFAULT_MODEL, description="The Gemini model.")
+    gemini_api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("GEMINI_API_KEY", "GOOGLE_API_KEY", "GHOST_GEMINI_API_KEY"),
+        description="Gemini API key (GEMINI_API_KEY).",
+    )
+    gemini_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("GOOGLE_GEMINI_BASE_URL", "GHOST_GEMINI_BASE_URL"),
+        description="Gemini endpoint override (tests point it at a local fake).",
+    )
+    audit_dir_override: str | None = Field(
+        default=None, description="Where RCA reports are written (default: DATA_DIR/audit)."
+    )
+    capture_dir_override: str | None = Field(
+        default=None, description="Where captures are downloaded (default: DATA_DIR/captures)."
+    )
+    command_timeout_s: float = Field(default=60.0, description="Wall time per command.")
+
+    azure_subscription_id: str | None = Field(
+        default=None, description="Subscription the captures run in; unset: captures disabled."
+    )
+    azure_arm_endpoint: str = Field(
+        default="https://management.azure.com",
+        description="Azure Resource Manager endpoint (sovereign clouds: e.g. "
+        "https://management.usgovcloudapi.net).",
+    )
+    azure_blob_endpoint_template: str = Field(
+        default="https://{account}.blob.core.windows.net",
+        description="Blob endpoint, {account} replaced by the storage account.",
+    )
+    azure_storage_auth_mode: str = Field(
+        default="login", description="login (Entra ID/RBAC) or key (GHOST_AZURE_STORAGE_KEY)."
+    )
+    azure_storage_key: str | None = Field(
+        default=None, description="Storage account key for storage_auth_mode=key (a secret)."
+    )
+    azure_static_token: str | None = Field(
+        default=None,
+        description="Tests only: a fixed bearer token, accepted only for a loopback ARM endpoint.",
+    )
 
     @property
     def resolved_database_url(self) -> str:
@@ -39,7 +81,13 @@ class Settings(BaseSettings):
 
     @property
     def audit_dir(self) -> Path:
-        return self.data_dir / "audit"
+        return Path(self.audit_dir_override) if self.audit_dir_override else \
+            self.data_dir / "audit"
+
+    @property
+    def capture_dir(self) -> Path:
+        return Path(self.capture_dir_override) if self.capture_dir_override else \
+            self.data_dir / "captures"
 
 
 def load_settings() -> Settings:

@@ -54,6 +54,8 @@ class InvestigationView:
     created_at: datetime
     updated_at: datetime
     audit_count: int
+    engine_state: dict[str, Any] | None = None
+    rca_markdown: str | None = None
 
     @property
     def document(self) -> dict[str, Any]:
@@ -79,6 +81,8 @@ def _view(row: Investigation) -> InvestigationView:
         created_at=as_utc(row.created_at) or row.created_at,
         updated_at=as_utc(row.updated_at) or row.updated_at,
         audit_count=row.audit_count,
+        engine_state=dict(row.engine_state) if row.engine_state is not None else None,
+        rca_markdown=row.rca_markdown,
     )
 
 
@@ -172,8 +176,14 @@ class InvestigationRepo:
         *,
         expected_version: int | None = None,
         status: str | None = None,
+        engine_state: Mapping[str, Any] | None = None,
+        rca_markdown: str | None = None,
     ) -> InvestigationView:
-        """Store a new §8 document with its recomputed checksum (compare-and-set on version)."""
+        """Store a new §8 document with its recomputed checksum (compare-and-set on version).
+
+        The engine's bookkeeping and the RCA, when given, are saved in the same transaction, so
+        a crash never leaves the document and the loop's position out of step.
+        """
         self.db.ensure_ready()
         body = {k: v for k, v in state.items() if k != CHECKSUM_FIELD}
         if body.get("session_id") != session_id:
@@ -194,6 +204,10 @@ class InvestigationRepo:
             row.updated_at = self.clock()
             if status is not None:
                 row.status = status
+            if engine_state is not None:
+                row.engine_state = dict(engine_state)
+            if rca_markdown is not None:
+                row.rca_markdown = rca_markdown
             s.flush()
             return _view(row)
 
@@ -206,6 +220,17 @@ class InvestigationRepo:
                 update(Investigation)
                 .where(Investigation.session_id == session_id)
                 .values(status=status, updated_at=self.clock())
+            )
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise UnknownInvestigation(session_id)
+
+    def set_symptom(self, session_id: str, symptom: str) -> None:
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            result = s.execute(
+                update(Investigation)
+                .where(Investigation.session_id == session_id)
+                .values(symptom=symptom, updated_at=self.clock())
             )
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise UnknownInvestigation(session_id)

@@ -53,6 +53,8 @@ class Investigation(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     audit_count: Mapped[int] = mapped_column(Integer, default=0)
     audit_head: Mapped[str | None] = mapped_column(String(64))
+    engine_state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    rca_markdown: Mapped[str | None] = mapped_column(Text)
 
 
 class ConversationTurn(Base):

@@ -1,0 +1,175 @@
+"""`ghost investigate ["SYMPTOM"] [--resume SID] [--model M] [--audit-dir D]`: the terminal run.
+
+The steps of ghost-design §3 (key check, session load or create with the checksum prompt,
+orphan report, the symptom), then the loop until it needs the person at the keyboard, and the
+RCA. Ctrl-C or a Gemini outage leaves the investigation saved with the resume command printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from bot.settings import Settings, load_settings
+from bot.terminal import Prompter, banner, closing_banner
+from core.errors import GhostError
+from core.session_state import ChecksumStatus, check_checksum
+
+NO_KEY = (
+    "[ERROR] GEMINI_API_KEY is not set.\n"
+    "  Set GEMINI_API_KEY in the environment or add it to .env (see .env.example), e.g.\n"
+    "    export GEMINI_API_KEY=...   # from https://aistudio.google.com/apikey\n"
+)
+
+
+class Aborted(GhostError):
+    exit_code = 1
+
+
+def resume_hint(session_id: str) -> str:
+    return f"Session saved. Resume with: ghost investigate --resume {session_id}"
+
+
+def investigate(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    if args.model:
+        settings.model = args.model
+    if args.audit_dir:
+        settings.audit_dir_override = args.audit_dir
+    if not settings.gemini_api_key:
+        sys.stderr.write(NO_KEY)
+        return 1
+    return run(settings, symptom=args.symptom, resume=args.resume)
+
+
+def run(settings: Settings, *, symptom: str | None, resume: str | None,
+        stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    from bot.bootstrap import build_engine, build_store
+    from core.engine.loop import BrainUnavailable
+
+    out = stdout or sys.stdout
+    prompter = Prompter(stdin, out)
+    store = build_store(settings)
+    engine, orchestrators = build_engine(settings, store, prompter=prompter, out=out)
+    session_id = ""
+    try:
+        if resume:
+            session_id = _resume(store, engine, resume, prompter, out, settings)
+        if not session_id:
+            inv = store.create_investigation(
+                symptom=symptom or "", model=settings.model, audit_dir=str(settings.audit_dir),
+                requested_by=prompter_user(), platform="terminal", status="queued")
+            session_id = inv.session_id
+            banner(session_id, out)
+            from bot.startup import orphan_check
+
+            orphan_check(store, orchestrators(session_id), session_id, prompter, out)
+            if not symptom:
+                out.write("\n=== Ghost Agent Ready ===\nWhat network problem should I "
+                          "investigate?\n")
+                symptom = (prompter.ask("> ") or "").strip()
+                if not symptom:
+                    raise Aborted("No symptom given; nothing to investigate.")
+                store_symptom(store, session_id, symptom)
+            engine.begin(session_id, symptom)
+        return _drive(engine, store, session_id, prompter, out)
+    except KeyboardInterrupt:
+        out.write(f"\n{resume_hint(session_id)}\n" if session_id else "\nInterrupted.\n")
+        return 130
+    except BrainUnavailable as exc:
+        out.write(f"\n[ERROR] {exc.message}\n{resume_hint(session_id)}\n")
+        return 1
+
+
+def prompter_user() -> str:
+    from bot.terminal_approver import local_user
+
+    return local_user()
+
+
+def store_symptom(store: object, session_id: str, symptom: str) -> None:
+    """The symptom typed at the prompt becomes the investigation's title too."""
+    setter = getattr(store, "set_symptom", None)
+    if setter is not None:
+        setter(session_id, symptom)
+
+
+def _resume(store: object, engine: object, session_id: str, prompter: Prompter, out: TextIO,
+            settings: Settings) -> str:
+    """Load a saved investigation; "" means the user chose a fresh one."""
+    from core.engine.loop import Engine
+    from storage.store import Store
+
+    assert isinstance(store, Store) and isinstance(engine, Engine)
+    inv = store.get_investigation(session_id)
+    doc = inv.document
+    warning = None
+    corrupted = not isinstance(inv.state, dict) or inv.state.get("session_id") != session_id
+    if corrupted:
+        out.write("Warning: session state corrupted.\n")
+        choice = prompter.choose("[F]resh session / [A]bort > ", {"f": "fresh", "a": "abort"})
+        if choice != "fresh":
+            raise Aborted("Aborted: the saved session state is corrupted.")
+        return ""
+    if check_checksum(doc) is ChecksumStatus.MISMATCH:
+        out.write("Warning: session state checksum mismatch — it may have been modified "
+                  "outside Ghost.\n")
+        choice = prompter.choose("[C]ontinue anyway  [F]resh session  [A]bort > ",
+                                 {"c": "continue", "f": "fresh", "a": "abort"})
+        if choice == "fresh":
+            return ""
+        if choice != "continue":
+            raise Aborted("Aborted: session checksum mismatch.")
+        warning = ("The session state's checksum did not match when it was resumed; the "
+                   "engineer chose to continue. Treat the hypothesis log with care.")
+    banner(session_id, out)
+    out.write(f"Resuming {session_id}: {inv.symptom}\n")
+    engine.mark_resumed(session_id, integrity_warning=warning)
+    return session_id
+
+
+def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
+           out: TextIO) -> int:
+    from core.engine.loop import Engine
+    from storage.store import Store
+
+    assert isinstance(engine, Engine) and isinstance(store, Store)
+    while True:
+        outcome = engine.advance(session_id)
+        if outcome.kind == "awaiting_user":
+            choice = prompter.choose("Continue investigation? [C]ontinue / [D]one > ",
+                                     {"c": "continue", "d": "done"})
+            if choice is None:
+                out.write(f"{resume_hint(session_id)}\n")
+                return 0
+            if choice == "done":
+                engine.finish(session_id)
+            else:
+                text = prompter.ask("Your next instruction > ")
+                engine.instruct(session_id, (text or "").strip() or "Continue.")
+        elif outcome.kind == "turn_limit":
+            out.write("[Ghost Agent] Maximum investigation turns reached.\n")
+            choice = prompter.choose("Options: [E]xtend 10 more turns / [G]enerate RCA now > ",
+                                     {"e": "extend", "g": "generate"})
+            if choice == "extend":
+                engine.extend(session_id)
+            elif choice == "generate":
+                engine.finish(session_id)
+            else:
+                out.write(f"{resume_hint(session_id)}\n")
+                return 0
+        elif outcome.kind == "awaiting_approval":
+            out.write(f"{resume_hint(session_id)}\n")
+            return 0
+        else:
+            inv = store.get_investigation(session_id)
+            rca = (inv.engine_state or {}).get("rca") or {}
+            if outcome.rca_error and outcome.rca_markdown:
+                out.write(f"[ERROR] Could not write the RCA ({outcome.rca_error}); here it "
+                          "is:\n\n")
+                out.write(outcome.rca_markdown + "\n")
+            closing_banner(out, path=outcome.rca_path, confidence=str(rca.get("confidence")),
+                           turns=int(inv.state.get("turn_count") or 0),
+                           duration_s=rca.get("duration_s"))
+            return 0

@@ -1,0 +1,384 @@
+"""The tool-use loop of ghost-design §4 as a resumable state machine (DESIGN.md).
+
+``Engine.advance(sid)`` moves an investigation forward one durable step at a time and returns
+as soon as it needs a human (an approval, a Continue/Done answer, the turn limit) or is finished.
+Everything is saved after every step, so any process can call ``advance`` again later — after a
+button click, a restart, or Ctrl-C — and the investigation continues where it stopped.
+
+Phases (``engine_state["phase"]``): ``call_model`` → ``dispatch`` (one call at a time; may wait
+for an approval) → back to ``call_model``; ``awaiting_user`` after a text-only answer;
+``turn_limit``; ``rca`` → ``done``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from core.engine import hypotheses as hyp
+from core.engine.brain import Brain, BrainError, ModelReply
+from core.engine.history import rebuild, stored_response, user_text
+from core.engine.ports import EngineStore, Notifier, NullNotifier, Orchestrator, Shell
+from core.engine.prompt import build_system_prompt
+from core.engine.tools import TOOL_DECLARATIONS
+from core.errors import GhostError
+from core.safety.responses import response_from_record
+from core.session_state import iso_utc, utc_now
+
+MAX_LOOP_TURNS = 50
+EXTEND_BY = 10
+PENDING = "pending_approval"
+ORCHESTRATOR_TOOLS = ("capture_traffic", "check_task", "cancel_task", "cleanup_task")
+
+
+class BrainUnavailable(GhostError):
+    """Gemini could not answer after retries; the investigation is saved and can resume."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Why ``advance`` stopped."""
+
+    kind: str  # awaiting_approval | awaiting_user | turn_limit | completed
+    text: str = ""
+    approval_id: str | None = None
+    rca_markdown: str | None = None
+    rca_path: str | None = None
+    rca_error: str | None = None
+
+
+def new_engine_state(*, started_at: datetime) -> dict[str, Any]:
+    return {"phase": "call_model", "max_turns": MAX_LOOP_TURNS, "pending": None,
+            "completion": None, "integrity_warning": None, "started_at": iso_utc(started_at),
+            "last_text": ""}
+
+
+RcaBuilder = Callable[..., Any]
+
+
+class Engine:
+    """One engine serves many investigations; tools are built per investigation."""
+
+    def __init__(
+        self,
+        *,
+        store: EngineStore,
+        brain: Brain,
+        shell_for: Callable[[str], Shell],
+        orchestrator_for: Callable[[str, Shell], Orchestrator],
+        rca_writer: Callable[[str, str], str],
+        notifier: Notifier | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        sleep: Callable[[float], None] = lambda _s: None,
+        retries: int = 3,
+        audit_dir: str = "./audit/",
+    ) -> None:
+        self.store = store
+        self.brain = brain
+        self.shell_for = shell_for
+        self.orchestrator_for = orchestrator_for
+        self.rca_writer = rca_writer
+        self.notifier: Notifier = notifier or NullNotifier()
+        self.clock = clock
+        self.sleep = sleep
+        self.retries = retries
+        self.audit_dir = audit_dir
+
+    # ------------------------------------------------------------------ commands
+    def begin(self, session_id: str, symptom: str) -> None:
+        """Store the symptom as the first user turn and set the loop going."""
+        inv = self.store.get_investigation(session_id)
+        self.store.append_turn(session_id, "user", user_text(symptom))
+        engine = inv.engine_state or new_engine_state(started_at=self.clock())
+        self._save(session_id, inv.state, engine, status="running")
+
+    def instruct(self, session_id: str, text: str) -> None:
+        """Continue after a text-only answer, with the engineer's instruction."""
+        inv = self.store.get_investigation(session_id)
+        engine = self._engine(inv)
+        if engine["phase"] not in ("awaiting_user", "call_model"):
+            raise GhostError(f"Investigation {session_id} is not waiting for an instruction.")
+        self.store.append_turn(session_id, "user", user_text(text or "Continue."))
+        engine["phase"] = "call_model"
+        self._save(session_id, inv.state, engine, status="running")
+
+    def finish(self, session_id: str) -> None:
+        """Done (after a text answer) or Generate RCA (at the turn limit)."""
+        inv = self.store.get_investigation(session_id)
+        engine = self._engine(inv)
+        engine["phase"] = "rca"
+        self._save(session_id, inv.state, engine, status="running")
+
+    def extend(self, session_id: str, turns: int = EXTEND_BY) -> None:
+        inv = self.store.get_investigation(session_id)
+        engine = self._engine(inv)
+        engine["max_turns"] = int(engine["max_turns"]) + turns
+        engine["phase"] = "call_model"
+        self._save(session_id, inv.state, engine, status="running")
+
+    def mark_resumed(self, session_id: str, *, integrity_warning: str | None = None) -> None:
+        """``--resume``: set ``is_resume`` and close commands a crash left running."""
+        inv = self.store.get_investigation(session_id)
+        state = dict(inv.state)
+        state["is_resume"] = True
+        engine = self._engine(inv)
+        if integrity_warning:
+            engine["integrity_warning"] = integrity_warning
+        self.shell_for(session_id).recover_interrupted()
+        self._save(session_id, state, engine)
+
+    # ------------------------------------------------------------------ the loop
+    def advance(self, session_id: str) -> Outcome:
+        """Run until a human is needed or the investigation is finished."""
+        while True:
+            inv = self.store.get_investigation(session_id)
+            state = dict(inv.state)
+            engine = self._engine(inv)
+            phase = engine["phase"]
+            if phase == "call_model":
+                if int(state["turn_count"]) >= int(engine["max_turns"]):
+                    engine["phase"] = "turn_limit"
+                    self._save(session_id, state, engine, status="awaiting_user")
+                    return Outcome("turn_limit")
+                self._call_model(session_id, state, engine)
+            elif phase == "dispatch":
+                stop = self._dispatch_next(session_id, state, engine)
+                if stop is not None:
+                    return stop
+            elif phase == "awaiting_user":
+                return Outcome("awaiting_user", text=str(engine.get("last_text") or ""))
+            elif phase == "turn_limit":
+                return Outcome("turn_limit")
+            elif phase == "rca":
+                return self._generate_rca(session_id, state, engine)
+            else:  # done
+                return Outcome("completed", rca_markdown=None,
+                               rca_path=state.get("rca_report_path"))
+
+    # ------------------------------------------------------------------ steps
+    def _call_model(self, sid: str, state: dict[str, Any], engine: dict[str, Any]) -> None:
+        history = rebuild(self.store.turns(sid), self.store.audit_records(sid))
+        prompt = build_system_prompt(is_resume=bool(state.get("is_resume")),
+                                     audit_dir=str(state.get("audit_dir") or self.audit_dir))
+        reply = self._generate(prompt, history)
+        state["turn_count"] = int(state["turn_count"]) + 1
+        self.store.append_turn(sid, "model", reply.content)
+        now = iso_utc(self.clock())
+        hyp.apply_text(state, reply.text, now)
+        for call in reply.function_calls:
+            reported = call.args.get("hypotheses")
+            if isinstance(reported, list):
+                hyp.apply_reported(state, reported, now)
+        if reply.text:
+            self.notifier.model_text(sid, reply.text)
+        if not reply.function_calls:
+            engine["phase"] = "awaiting_user"
+            engine["last_text"] = reply.text
+            self._save(sid, state, engine, status="awaiting_user")
+            return
+        engine["phase"] = "dispatch"
+        engine["pending"] = {
+            "calls": [{"name": c.name, "args": c.args, "id": c.id}
+                      for c in reply.function_calls],
+            "responses": [],
+            "waiting": None,
+        }
+        self._save(sid, state, engine)
+
+    def _generate(self, prompt: str, history: list[dict[str, Any]]) -> ModelReply:
+        delay = 2.0
+        for attempt in range(self.retries + 1):
+            try:
+                return self.brain.generate(system_prompt=prompt, tools=TOOL_DECLARATIONS,
+                                           history=history)
+            except BrainError as exc:
+                if not exc.transient or attempt == self.retries:
+                    raise BrainUnavailable(
+                        f"Gemini did not answer ({exc}).",
+                        "The investigation is saved; resume it when Gemini is back.",
+                    ) from exc
+                self.sleep(delay)
+                delay = min(delay * 2, 30.0)
+        raise AssertionError("unreachable")
+
+    def _dispatch_next(self, sid: str, state: dict[str, Any],
+                       engine: dict[str, Any]) -> Outcome | None:
+        pending = engine["pending"]
+        calls: list[dict[str, Any]] = pending["calls"]
+        index = len(pending["responses"])
+        if index >= len(calls):
+            self.store.append_turn(sid, "user", {"role": "user",
+                                                 "parts": pending["responses"]})
+            engine["pending"] = None
+            engine["phase"] = "call_model"
+            self._save(sid, state, engine, status="running")
+            return None
+        call = calls[index]
+        name, args = call["name"], dict(call.get("args") or {})
+        if name == "complete_investigation":
+            engine["completion"] = args
+            engine["pending"] = None
+            engine["phase"] = "rca"
+            self._save(sid, state, engine)
+            return None
+        waiting = pending.get("waiting")
+        recovered = self._recover_in_flight(sid, pending) if pending.get("in_flight") else None
+        if recovered is not None and recovered.get("status") == PENDING:
+            waiting, recovered = {"approval_id": recovered.get("approval_id")}, None
+        if recovered is not None:
+            result = recovered
+        else:
+            if not waiting:
+                # a durable mark before the tool runs: after a crash the tool is not run twice
+                pending["in_flight"] = {"index": index,
+                                        "audit_count": len(self.store.audit_records(sid))}
+                self._save(sid, state, engine)
+            result = self._run_tool(sid, name, args, waiting)
+        pending["in_flight"] = None
+        held = result.get("waiting_for_approval")
+        if result.get("status") == PENDING or isinstance(held, Mapping):
+            approval_id = result.get("approval_id") or (held or {}).get("approval_id")
+            pending["waiting"] = {"approval_id": approval_id, "task_id": result.get("task_id")}
+            self._save(sid, state, engine, status="awaiting_approval")
+            self.notifier.approval_pending(sid, name, args, result)
+            return Outcome("awaiting_approval", approval_id=approval_id)
+        meta = self._meta_for(state, name, args, result)
+        self.notifier.tool_result(sid, name, args, result | ({"_meta": meta} if meta else {}))
+        pending["responses"].append(stored_response(name, call.get("id"), result, meta))
+        pending["waiting"] = None
+        self._save(sid, state, engine, status="running")
+        return None
+
+    def _recover_in_flight(self, sid: str, pending: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What became of a shell command that was running when Ghost stopped.
+
+        Its outcome (completed, or ``interrupted`` after ``recover_interrupted``) is taken from
+        the audit; a request still waiting for approval is waited on again; a command that never
+        reached the shell runs now.
+        """
+        call = pending["calls"][pending["in_flight"]["index"]]
+        if call["name"] != "run_shell_cmd":
+            return None
+        since = int(pending["in_flight"]["audit_count"])
+        newer = self.store.audit_records(sid)[since:]
+        outcomes = [r for r in newer if r.get("kind") == "command"]
+        if outcomes:
+            return response_from_record(outcomes[-1])
+        requested = [r for r in newer if r.get("kind") == "approval"
+                     and r.get("status") == "requested"]
+        if requested:
+            approval_id = str((requested[-1].get("details") or {}).get("approval_id"))
+            return self.shell_for(sid).resume(approval_id)
+        return None
+
+    def _run_tool(self, sid: str, name: str, args: Mapping[str, Any],
+                  waiting: Mapping[str, Any] | None) -> dict[str, Any]:
+        shell = self.shell_for(sid)
+        if name == "run_shell_cmd":
+            if waiting and waiting.get("approval_id"):
+                return shell.resume(str(waiting["approval_id"]))
+            return shell.execute({"command": str(args.get("command") or ""),
+                                  "reasoning": str(args.get("reasoning") or "")})
+        if name in ORCHESTRATOR_TOOLS:
+            orchestrator = self.orchestrator_for(sid, shell)
+            if waiting and waiting.get("task_id"):
+                # the step that waited continues inside check_task once the decision is in
+                return orchestrator.orchestrate({"intent": "check_task",
+                                                 "task_id": waiting["task_id"]})
+            return orchestrator.orchestrate(orchestrator_request(name, args))
+        return {"status": "error", "error": "unknown_tool", "tool": name}
+
+    def _meta_for(self, state: dict[str, Any], name: str, args: Mapping[str, Any],
+                  result: Mapping[str, Any]) -> dict[str, Any]:
+        meta: dict[str, Any] = {}
+        if is_denial(result):
+            meta = hyp.record_denial(
+                state, turn=int(state["turn_count"]),
+                command=str(args.get("command") or name),
+                denial_reason=str(result.get("denial_reason") or "") or None,
+                audit_id=result.get("audit_id"), now=iso_utc(self.clock()))
+        else:
+            hyp.record_success(state)
+        if result.get("error") == "timeout":
+            meta["timeout"] = True
+        return meta
+
+    def _generate_rca(self, sid: str, state: dict[str, Any],
+                      engine: dict[str, Any]) -> Outcome:
+        from core.engine.rca import build_rca
+
+        shell = self.shell_for(sid)
+
+        def read_file(path: str) -> Mapping[str, Any]:
+            return shell.execute({
+                "command": f"cat {shlex.quote(path)}",
+                "reasoning": "Read the forensic report's executive summary for the RCA.",
+            })
+
+        now = self.clock()
+        started = engine.get("started_at")
+        duration = None
+        if started:
+            duration = (now - datetime.fromisoformat(str(started).replace("Z", "+00:00"))
+                        ).total_seconds()
+        report = build_rca(state=state, audit_records=self.store.audit_records(sid),
+                           task_events=self.store.task_events(sid),
+                           completion=engine.get("completion"), read_file=read_file,
+                           integrity_warning=engine.get("integrity_warning"),
+                           generated_at=now, duration_s=duration)
+        error = None
+        try:
+            path: str | None = self.rca_writer(report.filename, report.markdown)
+        except OSError as exc:
+            path, error = None, f"{exc.strerror or exc}: {exc.filename or report.filename}"
+        state["rca_report_path"] = path
+        engine["phase"] = "done"
+        engine["rca"] = {"confidence": report.confidence, "root_cause": report.root_cause,
+                         "recommended_actions": list(report.recommended_actions),
+                         "duration_s": duration}
+        self._save(sid, state, engine, status="completed", rca_markdown=report.markdown)
+        return Outcome("completed", rca_markdown=report.markdown, rca_path=path,
+                       rca_error=error)
+
+    # ------------------------------------------------------------------ helpers
+    def _engine(self, inv: Any) -> dict[str, Any]:
+        engine = inv.engine_state
+        if not engine:
+            engine = new_engine_state(started_at=self.clock())
+        return dict(engine)
+
+    def _save(self, sid: str, state: dict[str, Any], engine: dict[str, Any], *,
+              status: str | None = None, rca_markdown: str | None = None) -> None:
+        self.store.save_state(sid, state, status=status, engine_state=engine,
+                              rca_markdown=rca_markdown)
+        self.notifier.state_changed(sid, state, engine)
+
+
+def is_denial(result: Mapping[str, Any]) -> bool:
+    """A human said no (or the approver failed closed): counts against the hypotheses."""
+    if result.get("status") == "denied":
+        return True
+    return bool(result.get("status") == "task_cancelled" and result.get("denied"))
+
+
+def orchestrator_request(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Map a tool call onto the orchestrator's request (ghost-design §4 dispatch)."""
+    if name == "capture_traffic":
+        return {
+            "intent": "capture_traffic",
+            "target": args.get("target"),
+            "investigation_context": args.get("investigation_context", ""),
+            "parameters": {
+                "resource_group": args.get("resource_group"),
+                "storage_account": args.get("storage_account"),
+                "duration_seconds": args.get("duration_seconds", 60),
+                "storage_auth_mode": args.get("storage_auth_mode") or "login",
+            },
+        }
+    request: dict[str, Any] = {"intent": name, "task_id": args.get("task_id")}
+    if name == "cancel_task" and args.get("reason"):
+        request["reason"] = args["reason"]
+    return request

@@ -1,0 +1,132 @@
+"""The root-cause-analysis report (ghost-design §7): evidence in, one Markdown document out.
+
+``build_rca`` is pure: it reads the session document, the audit records and the task records it
+is given and never writes any of them (the spec's "opened read-only"); the only thing it does
+to the world is ``read_file``, which runs ``cat`` through the Safe-Exec Shell so that even the
+RCA's own reads are gated and audited. Writing the file and setting ``rca_report_path``
+(phases 6 and 7) belong to the caller.
+
+Every claim cites an ``audit_id``. Raw command output is never reproduced: it stays in the
+audit log, where ``ghost audit verify`` can prove it was not edited.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from core.engine import rca_sections as sections
+from core.engine.rca_captures import ReadFile, pattern_b, read_reports
+from core.engine.rca_evidence import artifact_reports, classify_audit, latest_tasks
+from core.session_state import iso_utc
+
+CONFIDENCES = ("high", "medium", "low")
+NO_CONCLUSION = (
+    "No root cause was established: the investigation ended without complete_investigation "
+    "(the engineer chose Done, or the turn limit was reached). The evidence gathered so far "
+    "is listed below."
+)
+NO_CONCLUSION_ACTION = (
+    "Review the command and capture evidence below: Ghost did not reach a conclusion, so "
+    "treat every open hypothesis as untested."
+)
+
+
+@dataclass(frozen=True)
+class RcaReport:
+    """The finished report and the facts a front end shows beside it."""
+
+    markdown: str
+    filename: str  # ghost_rca_{sid}.md
+    confidence: str  # high | medium | low
+    root_cause: str
+    recommended_actions: list[str]
+    advisories: list[str]  # Pattern A / Pattern B notes
+
+
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        return []
+    return [" ".join(v.split()) for v in value if isinstance(v, str) and v.strip()]
+
+
+def _confidence(completion: Mapping[str, Any] | None) -> tuple[str, str | None]:
+    """The Brain's confidence; low (with a reason) when it gave none or no usable one."""
+    if completion is None:
+        return "low", None
+    given = completion.get("confidence")
+    if isinstance(given, str) and given.strip().lower() in CONFIDENCES:
+        return given.strip().lower(), None
+    return "low", f"Ghost gave no valid confidence ({str(given)[:40]!r}); reported as low."
+
+
+def _root_cause(completion: Mapping[str, Any] | None) -> str:
+    if completion is None:
+        return NO_CONCLUSION
+    summary = completion.get("root_cause_summary")
+    if isinstance(summary, str) and summary.strip():
+        return summary.strip()
+    return "Ghost called complete_investigation without a root-cause summary."
+
+
+def rca_filename(session_id: str) -> str:
+    """``ghost_rca_{sid}.md``, with anything unsafe in a file name replaced."""
+    return f"ghost_rca_{re.sub(r'[^A-Za-z0-9_.-]', '_', session_id)}.md"
+
+
+def build_rca(
+    *,
+    state: Mapping[str, Any],
+    audit_records: Sequence[Mapping[str, Any]],
+    task_events: Sequence[Mapping[str, Any]],
+    completion: Mapping[str, Any] | None,
+    read_file: ReadFile,
+    integrity_warning: str | None = None,
+    generated_at: datetime,
+    duration_s: float | None = None,
+) -> RcaReport:
+    """Phases 1–5 of ghost-design §7: classify, reduce, read summaries, write Markdown.
+
+    ``completion`` is the ``complete_investigation`` arguments, or None when the engineer
+    chose Done or the turn limit ended the loop; then the confidence is low.
+    """
+    session_id = str(state.get("session_id") or "")
+    if not session_id:
+        raise ValueError("the session document has no session_id")
+
+    audit = classify_audit(audit_records)  # phase 1 (+ Pattern A)
+    tasks = latest_tasks(task_events)  # phase 2
+    skipped_tasks = len(task_events) - sum(
+        1 for e in task_events if isinstance(e, Mapping) and e.get("task_id"))
+    reads = read_reports(artifact_reports(tasks), read_file)  # phases 3 and 4
+    advisories = ([audit.pattern_a] if audit.pattern_a else []) + pattern_b(tasks, reads)
+
+    confidence, confidence_note = _confidence(completion)
+    root_cause = _root_cause(completion)
+    actions = _strings(completion.get("recommended_actions")) if completion else []
+    if completion is None:
+        actions = [NO_CONCLUSION_ACTION]
+
+    lines: list[str] = []
+    lines += sections.header(
+        session_id, generated=iso_utc(generated_at), confidence=confidence,
+        concluded=completion is not None, duration_s=duration_s, state=state,
+        integrity_warning=integrity_warning)
+    lines += sections.summary(root_cause, completion, confidence_note, audit, tasks)
+    lines += sections.hypotheses(state)
+    lines += sections.commands(audit)
+    lines += sections.captures(tasks, reads, advisories)
+    lines += sections.actions(actions, concluded=completion is not None)
+    lines += sections.unresolved(state, completion)
+    lines += sections.integrity(session_id, audit, skipped_tasks, integrity_warning)
+    return RcaReport(
+        markdown="\n".join(lines).rstrip() + "\n",
+        filename=rca_filename(session_id),
+        confidence=confidence,
+        root_cause=root_cause,
+        recommended_actions=actions,
+        advisories=advisories,
+    )

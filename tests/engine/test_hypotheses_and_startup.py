@@ -1,0 +1,92 @@
+"""Hypothesis bookkeeping (structured and text fallback) and the start-up orphan buckets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from core.engine import hypotheses as hyp
+from core.engine.startup import classify_orphans, clean_up
+from core.session_state import new_session_state
+from tests.engine.fakes import RecordingOrchestrator
+
+NOW = "2025-01-15T14:31:05Z"
+
+
+def fresh() -> dict:  # type: ignore[type-arg]
+    return new_session_state("ghost_x", model="m", audit_dir="a",
+                             created_at=datetime(2025, 1, 15, tzinfo=UTC))
+
+
+def test_structured_reports_open_and_resolve() -> None:
+    state = fresh()
+    hyp.apply_reported(state, [{"id": "H1", "description": "NSG blocks 443"},
+                               {"id": "h2", "description": "UDR to a dead NVA"}], NOW)
+    assert state["active_hypothesis_ids"] == ["h1", "h2"]
+    hyp.apply_reported(state, [{"id": "h1", "state": "REFUTED",
+                                "evidence_audit_ids": ["ghost_x_004"]}], NOW)
+    h1 = state["hypothesis_log"][0]
+    assert h1["state"] == "REFUTED" and h1["resolving_audit_id"] == "ghost_x_004"
+    assert h1["resolved_at"] == NOW and state["active_hypothesis_ids"] == ["h2"]
+
+
+def test_text_fallback_follows_the_spec_convention() -> None:
+    state = fresh()
+    hyp.apply_text(state, "Hypothesis H1: NSG rule blocking TCP 6379.\n"
+                          "Hypothesis H2: UDR sending traffic to wrong next-hop.", NOW)
+    assert [h["id"] for h in state["hypothesis_log"]] == ["h1", "h2"]
+    hyp.apply_text(state, "NSG rules permit 6379. H1 REFUTED. Checking routes.", NOW,
+                   last_audit_id="ghost_x_003")
+    assert state["hypothesis_log"][0]["state"] == "REFUTED"
+    assert state["hypothesis_log"][0]["resolving_audit_id"] == "ghost_x_003"
+
+
+def test_contradiction_records_an_evidence_conflict_and_its_resolution() -> None:
+    state = fresh()
+    hyp.apply_reported(state, [{"id": "h1", "description": "path blocked"}], NOW)
+    hyp.apply_reported(state, [{"id": "h1", "state": "CONTRADICTED",
+                                "evidence_audit_ids": ["ghost_x_003", "ghost_x_008"]}], NOW)
+    [conflict] = state["evidence_conflicts"]
+    assert conflict["conflicting_audit_ids"] == ["ghost_x_003", "ghost_x_008"]
+    assert "h1" in state["active_hypothesis_ids"]  # CONTRADICTED is not terminal
+    hyp.apply_reported(state, [{"id": "h1", "state": "REFUTED",
+                                "evidence_audit_ids": ["ghost_x_011"]}], NOW)
+    assert state["evidence_conflicts"][0]["resolution"] == "REFUTED"
+
+
+def test_denials_count_against_every_active_hypothesis() -> None:
+    state = fresh()
+    hyp.apply_reported(state, [{"id": "h1", "description": "a"},
+                               {"id": "h2", "description": "b"}], NOW)
+    meta = hyp.record_denial(state, turn=3, command="az vm stop", denial_reason="",
+                             audit_id="ghost_x_005", now=NOW)
+    assert state["denial_tracker"] == {"h1": 1, "h2": 1}
+    assert meta["denial_count"] == 1 and "denial_reason" not in meta
+
+
+def test_orphan_buckets() -> None:
+    report = {
+        "tasks": [
+            {"task_id": "t_running", "session_id": "old", "state": "WAITING"},
+            {"task_id": "t_pending", "session_id": "old", "state": "COMPLETED",
+             "cleanup_status": "pending"},
+            {"task_id": "t_partial", "session_id": "old", "state": "DONE",
+             "cleanup_status": "partial"},
+            {"task_id": "t_clean", "session_id": "old", "state": "DONE",
+             "cleanup_status": "completed"},
+            {"task_id": "t_mine", "session_id": "now", "state": "WAITING"},
+        ],
+        "orphans": {"untracked_captures": [{"name": "ghost_vm_x", "location": "eastus"}],
+                    "stale_files": [{"path": "/tmp/captures/ghost_old.pcap"}]},
+    }
+    buckets = classify_orphans(report, "now")
+    assert [t["task_id"] for t in buckets.abandoned_tasks] == ["t_running"]
+    assert [t["task_id"] for t in buckets.needs_cleanup] == ["t_pending"]
+    assert [t["task_id"] for t in buckets.partially_cleaned] == ["t_partial"]
+    assert buckets.total == 5
+
+    orch = RecordingOrchestrator({"cleanup_status": "completed"}, {"cleanup_status": "partial"},
+                                 {"cleanup_status": "partial"})
+    summary = clean_up(orch, buckets)
+    assert [r["task_id"] for r in orch.requests] == ["t_running", "t_pending", "t_partial"]
+    assert summary.cleaned == ["t_running"] and summary.skipped == ["t_pending"]
+    assert summary.manual_cleanup_pending == ["t_partial"]

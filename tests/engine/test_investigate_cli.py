@@ -1,0 +1,180 @@
+"""`ghost investigate` end to end, as an engineer (or a script) runs it: the real CLI process,
+the real google-genai client against the local fake Gemini, the real store, shell and gate."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.fakes.gemini_server import call, function_call_turn, text_turn
+
+GHOST = [sys.executable, "-m", "bot.cli"]
+
+
+def env_for(cli_env: dict[str, str]) -> dict[str, str]:
+    env = dict(cli_env)
+    env["GEMINI_API_KEY"] = os.environ["GEMINI_API_KEY"]
+    env["GOOGLE_GEMINI_BASE_URL"] = os.environ["GOOGLE_GEMINI_BASE_URL"]
+    env["GHOST_MODEL"] = "gemini-test"
+    return env
+
+
+def ghost(env: dict[str, str], *args: str, stdin: str = "",
+          cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GHOST, *args], input=stdin, env=env, capture_output=True,
+                          text=True, timeout=120, cwd=cwd, check=False)
+
+
+def shell(command: str, reasoning: str = "diagnose", **extra: Any) -> Any:
+    return call("run_shell_cmd", {"command": command, "reasoning": reasoning, **extra})
+
+
+def session_id_of(output: str) -> str:
+    for line in output.splitlines():
+        if "Session: " in line:
+            return line.split("Session: ")[1].strip()
+    raise AssertionError(f"no session id in:\n{output}")
+
+
+def test_a_whole_investigation_driven_through_a_pipe(fake_gemini: Any, cli_env: dict[str, str],
+                                                     tmp_path: Path) -> None:
+    h1 = [{"id": "h1", "description": "NSG blocks 6379", "state": "ACTIVE"}]
+    fake_gemini.enqueue(
+        function_call_turn(shell("ss -tln", hypotheses=h1), thought_signature=b"\x01sig",
+                           text="Hypothesis H1: NSG blocks 6379."),
+        function_call_turn(shell("echo approved-run")),                 # RISKY, approved
+        function_call_turn(shell("echo denied-run")),                   # RISKY, denied
+        function_call_turn(shell("echo original")),                     # RISKY, modified
+        function_call_turn(shell("curl http://169.254.169.254/metadata")),  # FORBIDDEN
+        function_call_turn(call("complete_investigation", {
+            "confidence": "high", "root_cause_summary": "NSG rule deny-6379 blocks Redis.",
+            "confirmed_hypotheses": ["h1"], "recommended_actions": ["Remove deny-6379"]})),
+    )
+    env = env_for(cli_env)
+    answers = "a\n" "d\nwrong resource group\n" "m\necho edited\n"
+    run = ghost(env, "investigate", "web-01 cannot reach redis on 6379", stdin=answers,
+                cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = run.stdout
+    sid = session_id_of(out)
+    assert "[Shell] SAFE — auto-approved: ss -tln" in out
+    assert "SAFETY SHELL ALERT" in out
+    assert "denied: echo denied-run (reason: \"wrong resource group\")" in out
+    assert "FORBIDDEN — blocked" in out
+    assert "RCA REPORT WRITTEN" in out and "Confidence: high" in out
+
+    # what Gemini was sent: the denial reason and count in _meta, the signature returned
+    requests = fake_gemini.requests
+    denied = requests[3].function_responses()[0]["response"]
+    assert denied["status"] == "denied" and denied["_meta"]["denial_reason"] == \
+        "wrong resource group"
+    assert denied["_meta"]["denial_count"] == 1
+    modified = requests[4].function_responses()[0]["response"]
+    assert modified["action"] == "user_modified" and "edited" in modified["output"]
+    forbidden = requests[5].function_responses()[0]["response"]
+    assert forbidden["error"] == "forbidden_command"
+
+    rca_path = Path(cli_env["GHOST_DATA_DIR"]) / "audit" / f"ghost_rca_{sid}.md"
+    rca = rca_path.read_text()
+    assert "NSG rule deny-6379 blocks Redis." in rca and f"{sid}_" in rca
+
+    verify = ghost(env, "audit", "verify", sid, cwd=tmp_path)
+    assert verify.returncode == 0, verify.stderr
+    export = ghost(env, "audit", "export", sid, "--dir", str(tmp_path / "x"), cwd=tmp_path)
+    assert export.returncode == 0
+    records = [json.loads(line) for line in
+               (tmp_path / "x" / f"shell_audit_{sid}.jsonl").read_text().splitlines()]
+    # the start-up orphan scan's capture listing is a SAFE, audited Azure read
+    commands = [r for r in records if r["kind"] == "command"]
+    assert commands[0]["command"].startswith("az network watcher packet-capture list")
+    assert commands[0]["environment"] == "azure"
+    actions = [r["action"] for r in commands[1:]]
+    assert actions == ["auto_approved", "user_approved", "user_denied", "user_modified",
+                       "blocked"]
+
+
+def _read_until(proc: subprocess.Popen[str], marker: str, timeout: float = 60) -> str:
+    import selectors
+
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while marker not in seen and time.monotonic() < deadline:
+        if sel.select(timeout=0.5):
+            chunk = os.read(proc.stdout.fileno(), 65536).decode()
+            if not chunk:
+                break
+            seen += chunk
+    assert marker in seen, seen
+    return seen
+
+
+def test_ctrl_c_saves_and_resume_continues(fake_gemini: Any, cli_env: dict[str, str],
+                                           tmp_path: Path) -> None:
+    fake_gemini.enqueue(
+        function_call_turn(shell("ss -tln"), thought_signature=b"\x02sig"),
+        text_turn("Which resource group holds the Redis cache?"),
+    )
+    env = env_for(cli_env) | {"PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*GHOST, "investigate", "redis timeouts from web-01"], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    seen = _read_until(proc, "Continue investigation?")
+    sid = session_id_of(seen)
+    proc.send_signal(signal.SIGINT)  # the engineer presses Ctrl-C at the prompt
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"Resume with: ghost investigate --resume {sid}" in rest
+
+    fake_gemini.enqueue(function_call_turn(call("complete_investigation", {
+        "confidence": "medium", "root_cause_summary": "Probably the NSG."})))
+    resumed = ghost(env, "investigate", "--resume", sid, stdin="c\nIt is cache-rg.\n",
+                    cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "RCA REPORT WRITTEN" in resumed.stdout
+    last = fake_gemini.requests[-1]
+    # the history was rebuilt from the database: symptom, model turn with its signature, the
+    # command's result from the audit row, the text answer, the engineer's instruction
+    roles = [c["role"] for c in last.contents]
+    assert roles == ["user", "model", "user", "model", "user"]
+    assert last.contents[-1]["parts"][0]["text"] == "It is cache-rg."
+    assert last.contents[2]["parts"][0]["functionResponse"]["response"]["status"] == \
+        "completed"
+    assert "re-validat" in last.system_text.lower() or "resum" in last.system_text.lower()
+
+
+def test_missing_api_key_exits_before_anything_starts(cli_env: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    env = {k: v for k, v in cli_env.items()
+           if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    run = ghost(env, "investigate", "anything", cwd=tmp_path)
+    assert run.returncode == 1 and "GEMINI_API_KEY" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_checksum_mismatch_offers_continue_fresh_abort(fake_gemini: Any, cli_env: dict[str, str],
+                                                       store: Any, tmp_path: Path) -> None:
+    sid = store.create_investigation(symptom="dns", model="m", audit_dir="a").session_id
+    from sqlalchemy import text
+
+    with store.db.engine.begin() as conn:  # edited behind Ghost's back
+        conn.execute(text("UPDATE investigations SET checksum = :c WHERE session_id = :s"),
+                     {"c": "0" * 64, "s": sid})
+    env = env_for(cli_env)
+    aborted = ghost(env, "investigate", "--resume", sid, stdin="a\n", cwd=tmp_path)
+    assert aborted.returncode == 1 and "checksum mismatch" in aborted.stdout
+    fake_gemini.enqueue(function_call_turn(call("complete_investigation", {
+        "confidence": "low", "root_cause_summary": "Not enough evidence."})))
+    store.append_turn(sid, "user", {"role": "user", "parts": [{"text": "dns"}]})
+    cont = ghost(env, "investigate", "--resume", sid, stdin="c\n", cwd=tmp_path)
+    assert cont.returncode == 0, cont.stdout + cont.stderr
+    rca = store.get_investigation(sid).rca_markdown
+    assert "checksum" in rca.lower()

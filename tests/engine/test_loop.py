@@ -1,0 +1,271 @@
+"""The tool-use loop with the real store, shell and classifier, and a scripted brain."""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.engine.brain import BrainError
+from core.engine.loop import BrainUnavailable, Engine
+from core.safety.approval import ApprovalRequest, Decision
+from core.safety.shell import SafeExecShell
+from storage.store import Store
+from tests.engine.fakes import FakeBrain, RecordingOrchestrator, call, reply
+
+
+class Approver:
+    def __init__(self, *answers: Decision | None, immediate: bool = True) -> None:
+        self.answers: deque[Decision | None] = deque(answers)
+        self.decides_immediately = immediate
+
+    def request(self, request: ApprovalRequest) -> Decision | None:
+        return self.answers.popleft()
+
+
+class Rig:
+    """An engine wired to the test database; tools built per investigation."""
+
+    def __init__(self, store: Store, tmp_path: Path, brain: FakeBrain,
+                 approver: Approver | None = None,
+                 orchestrator: RecordingOrchestrator | None = None) -> None:
+        self.store, self.tmp_path, self.brain = store, tmp_path, brain
+        self.approver = approver or Approver()
+        self.orchestrator = orchestrator or RecordingOrchestrator()
+        self.written: dict[str, str] = {}
+        self.engine = self.make_engine()
+
+    def shell(self, sid: str) -> SafeExecShell:
+        return SafeExecShell(sid, audit=self.store, approvals=self.store,
+                             approver=self.approver, data_dir=self.tmp_path,
+                             requested_by="U_REQ")
+
+    def make_engine(self) -> Engine:
+        def write(name: str, text: str) -> str:
+            path = self.tmp_path / name
+            path.write_text(text)
+            self.written[name] = text
+            return str(path)
+
+        return Engine(store=self.store, brain=self.brain, shell_for=self.shell,
+                      orchestrator_for=lambda sid, shell: self.orchestrator,
+                      rca_writer=write)
+
+    def start(self, symptom: str = "web-01 cannot reach redis on 6379") -> str:
+        sid = self.store.create_investigation(symptom=symptom, model="fake",
+                                              audit_dir="./audit/").session_id
+        self.engine.begin(sid, symptom)
+        return sid
+
+
+H1 = [{"id": "h1", "description": "NSG blocks 6379", "state": "ACTIVE"}]
+DONE = call("complete_investigation", confidence="high",
+            root_cause_summary="NSG rule deny-6379 blocks redis.",
+            confirmed_hypotheses=["h1"], recommended_actions=["Remove deny-6379"])
+
+
+def test_happy_path_safe_command_then_rca(store: Store, tmp_path: Path) -> None:
+    brain = FakeBrain(
+        reply(call("run_shell_cmd", command="ss -tln", reasoning="listening sockets",
+                   hypotheses=H1), text="Hypothesis H1: NSG blocks 6379"),
+        reply(DONE),
+    )
+    rig = Rig(store, tmp_path, brain)
+    sid = rig.start()
+    outcome = rig.engine.advance(sid)
+    assert outcome.kind == "completed" and outcome.rca_path
+    inv = store.get_investigation(sid)
+    assert inv.status == "completed" and inv.state["turn_count"] == 2
+    assert inv.state["rca_report_path"] == outcome.rca_path
+    assert inv.rca_markdown and "NSG rule deny-6379" in inv.rca_markdown
+    # the second request carried the command's result, rebuilt from the audit row
+    [resp] = brain.function_responses(1)
+    assert resp["name"] == "run_shell_cmd"
+    assert resp["response"]["status"] == "completed"
+    assert resp["response"]["audit_id"] == f"{sid}_002"
+    # model turn stored before the responses, signature intact (L3, L4)
+    history = brain.requests[1]["history"]
+    assert [h["role"] for h in history] == ["user", "model", "user"]
+    assert history[1]["parts"][1]["thoughtSignature"] == "c2lnLW9mLXR1cm4="
+    assert inv.state["hypothesis_log"][0]["id"] == "h1"
+
+
+def test_all_calls_of_a_turn_are_dispatched_before_the_responses(store: Store,
+                                                                  tmp_path: Path) -> None:
+    brain = FakeBrain(
+        reply(call("run_shell_cmd", command="ss -tln", reasoning="a"),
+              call("run_shell_cmd", command="ip route show", reasoning="b"),
+              call("no_such_tool")),
+        reply(DONE),
+    )
+    rig = Rig(store, tmp_path, brain)
+    sid = rig.start()
+    rig.engine.advance(sid)
+    responses = brain.function_responses(1)
+    assert [r["name"] for r in responses] == ["run_shell_cmd", "run_shell_cmd", "no_such_tool"]
+    assert responses[2]["response"] == {"status": "error", "error": "unknown_tool",
+                                        "tool": "no_such_tool"}
+    turns = store.turns(sid)
+    assert [t["role"] for t in turns] == ["user", "model", "user", "model"]
+
+
+def test_three_denials_make_the_hypothesis_unverifiable(store: Store, tmp_path: Path) -> None:
+    risky = [call("run_shell_cmd", command=f"echo try{i}", reasoning="x",
+                  hypotheses=H1 if i == 0 else None) for i in range(3)]
+    brain = FakeBrain(reply(risky[0]), reply(risky[1]), reply(risky[2]), reply(DONE))
+    approver = Approver(Decision.deny("bob", "wrong rg"), Decision.deny("bob"),
+                        Decision.deny("bob", "no"))
+    rig = Rig(store, tmp_path, brain, approver)
+    sid = rig.start()
+    rig.engine.advance(sid)
+    metas = [brain.function_responses(i)[0]["response"]["_meta"] for i in (1, 2, 3)]
+    assert metas[0]["denial_count"] == 1 and "pivot_instruction" in metas[0]
+    assert metas[0]["denial_reason"] == "wrong rg"
+    assert metas[1]["denial_count"] == 2 and metas[1]["approaching_threshold"] is True
+    assert "denial_reason" not in metas[1]  # empty reason: absent (M11)
+    assert metas[2]["denial_threshold_reached"] is True and "instruction" in metas[2]
+    state = store.get_investigation(sid).state
+    h1 = state["hypothesis_log"][0]
+    assert h1["state"] == "UNVERIFIABLE" and state["active_hypothesis_ids"] == []
+    assert state["denial_tracker"]["h1"] == 3
+    assert [e["denial_reason"] for e in h1["denial_events"]] == ["wrong rg", "", "no"]
+    assert all(e["audit_id"] for e in h1["denial_events"])
+
+
+def test_success_resets_consecutive_counter_only(store: Store, tmp_path: Path) -> None:
+    brain = FakeBrain(reply(call("run_shell_cmd", command="echo a", reasoning="x",
+                                 hypotheses=H1)),
+                      reply(call("run_shell_cmd", command="ss -tln", reasoning="x")),
+                      reply(DONE))
+    rig = Rig(store, tmp_path, brain, Approver(Decision.deny("bob")))
+    sid = rig.start()
+    rig.engine.advance(sid)
+    state = store.get_investigation(sid).state
+    assert state["denial_tracker"]["h1"] == 1
+    assert state["consecutive_denial_counter"]["h1"] == 0
+
+
+def test_text_only_answer_waits_for_the_engineer(store: Store, tmp_path: Path) -> None:
+    brain = FakeBrain(reply(text="I need the resource group name."), reply(DONE))
+    rig = Rig(store, tmp_path, brain)
+    sid = rig.start()
+    first = rig.engine.advance(sid)
+    assert first.kind == "awaiting_user" and "resource group" in first.text
+    assert store.get_investigation(sid).status == "awaiting_user"
+    rig.engine.instruct(sid, "It is prod-rg.")
+    assert rig.engine.advance(sid).kind == "completed"
+    last_user = brain.requests[1]["history"][-1]
+    assert last_user == {"role": "user", "parts": [{"text": "It is prod-rg."}]}
+
+
+def test_turn_limit_offers_extend_or_rca(store: Store, tmp_path: Path) -> None:
+    loop = [reply(call("run_shell_cmd", command="ss -tln", reasoning="x")) for _ in range(3)]
+    brain = FakeBrain(*loop, reply(DONE))
+    rig = Rig(store, tmp_path, brain)
+    sid = rig.start()
+    inv = store.get_investigation(sid)
+    engine_state = dict(inv.engine_state or {}) | {"max_turns": 2}
+    store.save_state(sid, inv.state, engine_state=engine_state)
+    assert rig.engine.advance(sid).kind == "turn_limit"
+    rig.engine.extend(sid, turns=10)
+    assert rig.engine.advance(sid).kind == "completed"
+    assert store.get_investigation(sid).state["turn_count"] == 4
+
+
+def test_chat_approval_suspends_and_resumes_in_another_engine(store: Store, tmp_path: Path,
+                                                               migrated_url: str) -> None:
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'a').write('x')"
+    import shlex
+
+    command = f"{sys.executable} -c {shlex.quote(code)}"
+    brain = FakeBrain(reply(call("run_shell_cmd", command=command, reasoning="x")),
+                      reply(DONE))
+    rig = Rig(store, tmp_path, brain, Approver(None, immediate=False))
+    sid = rig.start()
+    waiting = rig.engine.advance(sid)
+    assert waiting.kind == "awaiting_approval" and waiting.approval_id
+    assert store.get_investigation(sid).status == "awaiting_approval"
+    assert rig.engine.advance(sid).kind == "awaiting_approval"  # still undecided
+    assert not marker.exists()
+
+    # another process: a new store, engine and shell; the click arrives there
+    other = Store.from_url(migrated_url)
+    rig2 = Rig(other, tmp_path, brain, Approver(immediate=False))
+    rig2.shell(sid).decide(waiting.approval_id, Decision.approve("carol"))
+    assert rig2.engine.advance(sid).kind == "completed"
+    assert marker.read_text() == "x"
+    [resp] = brain.function_responses(1)
+    assert resp["response"]["action"] == "user_approved"
+
+
+def test_crash_during_a_command_is_not_rerun_on_resume(store: Store, tmp_path: Path) -> None:
+    brain = FakeBrain(reply(call("run_shell_cmd", command="ss -tln", reasoning="x")),
+                      reply(DONE))
+    rig = Rig(store, tmp_path, brain)
+    sid = rig.start()
+    # Ghost stopped after marking the call in flight and the shell's started trace
+    inv = store.get_investigation(sid)
+    rig_engine_state: dict[str, Any] = dict(inv.engine_state or {})
+    store.append_turn(sid, "model", brain.replies[0].content)
+    before = len(store.audit_records(sid))
+    store.append_audit(sid, {"kind": "command_started", "command": "ss -tln",
+                             "status": "executing", "classification": "SAFE",
+                             "environment": "local"})
+    rig_engine_state |= {"phase": "dispatch", "pending": {
+        "calls": [{"name": "run_shell_cmd", "args": {"command": "ss -tln", "reasoning": "x"},
+                   "id": None}],
+        "responses": [], "waiting": None,
+        "in_flight": {"index": 0, "audit_count": before}}}
+    store.save_state(sid, inv.state | {"turn_count": 1}, engine_state=rig_engine_state)
+    brain.replies.popleft()
+
+    fresh = rig.make_engine()
+    fresh.mark_resumed(sid)
+    assert fresh.advance(sid).kind == "completed"
+    [resp] = brain.function_responses(0)
+    assert resp["response"]["error"] == "interrupted"
+    kinds = [r["kind"] for r in store.audit_records(sid)]
+    assert kinds.count("command_started") == 1  # never run again
+    assert store.get_investigation(sid).state["is_resume"] is True
+
+
+def test_timeout_and_transient_errors(store: Store, tmp_path: Path) -> None:
+    brain = FakeBrain(BrainError("429", transient=True), reply(DONE))
+    rig = Rig(store, tmp_path, brain)
+    sid = rig.start()
+    assert rig.engine.advance(sid).kind == "completed"
+    assert len(brain.requests) == 2
+
+    down = FakeBrain(*[BrainError("503", transient=True)] * 4)
+    rig2 = Rig(store, tmp_path, down)
+    sid2 = rig2.start()
+    with pytest.raises(BrainUnavailable):
+        rig2.engine.advance(sid2)
+    assert store.get_investigation(sid2).state["turn_count"] == 0  # nothing half-done
+
+
+def test_capture_tools_route_to_the_orchestrator(store: Store, tmp_path: Path) -> None:
+    orch = RecordingOrchestrator(
+        {"status": "task_pending", "task_id": "ghost_vm1_20250115T143200", "state": "WAITING"},
+        {"status": "task_completed", "task_id": "ghost_vm1_20250115T143200",
+         "state": "COMPLETED", "result": {"report_path": "/x/r.md"}},
+    )
+    brain = FakeBrain(
+        reply(call("capture_traffic", target="vm1", resource_group="rg", storage_account="sa",
+                   investigation_context="why")),
+        reply(call("check_task", task_id="ghost_vm1_20250115T143200")),
+        reply(DONE),
+    )
+    rig = Rig(store, tmp_path, brain, orchestrator=orch)
+    sid = rig.start()
+    rig.engine.advance(sid)
+    assert orch.requests[0] == {
+        "intent": "capture_traffic", "target": "vm1", "investigation_context": "why",
+        "parameters": {"resource_group": "rg", "storage_account": "sa",
+                       "duration_seconds": 60, "storage_auth_mode": "login"}}
+    assert orch.requests[1] == {"intent": "check_task", "task_id": "ghost_vm1_20250115T143200"}
+    assert brain.function_responses(2)[0]["response"]["status"] == "task_completed"

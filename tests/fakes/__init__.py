@@ -1,0 +1,1 @@
+"""Local stand-ins for the services Ghost talks to, reached by the real client libraries."""
