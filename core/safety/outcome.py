@@ -9,7 +9,6 @@ from pathlib import Path
 
 from core.safety.executor import ExecResult
 
-
 #: Flags that make a program ignore its per-user startup file (~/.curlrc, ~/.digrc): such a
 #: file could add options the classifier never saw. Each must come first on the command line.
 _NO_RC_FLAG = {"curl": "-q", "dig": "-r"}
