@@ -50,6 +50,7 @@ def capture_backend(settings: Settings) -> CaptureBackend:
         blob_endpoint_template=settings.azure_blob_endpoint_template,
         storage_auth_mode=settings.azure_storage_auth_mode,
         account_key=(lambda _account: key) if key else None,
+        lro_polling_interval=settings.azure_lro_polling_interval,
     )
     credential = None
     if settings.azure_static_token:

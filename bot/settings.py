@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     azure_storage_key: str | None = Field(
         default=None, description="Storage account key for storage_auth_mode=key (a secret)."
     )
+    azure_lro_polling_interval: float = Field(
+        default=5.0, description="Seconds between Azure long-running-operation polls when Azure "
+        "sends no Retry-After.",
+    )
     azure_static_token: str | None = Field(
         default=None,
         description="Tests only: a fixed bearer token, accepted only for a loopback ARM endpoint.",

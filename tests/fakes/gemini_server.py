@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -53,6 +53,10 @@ class Scripted:
     status: int
     body: dict[str, Any]
     delay_s: float = 0.0
+
+
+#: A reply computed from the request it answers (e.g. to echo a task id the loop just got).
+Responder = Callable[["RecordedRequest"], Scripted]
 
 
 def b64(data: bytes) -> str:
@@ -217,7 +221,7 @@ def _call_key(fc: Mapping[str, Any]) -> str:
 
 @dataclass
 class _State:
-    queue: deque[Scripted] = field(default_factory=deque)
+    queue: deque[Scripted | Responder] = field(default_factory=deque)
     requests: list[RecordedRequest] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     signed: dict[str, set[bytes]] = field(default_factory=dict)
@@ -271,7 +275,7 @@ class FakeGemini:
         self.stop()
 
     # script and records
-    def enqueue(self, *responses: Scripted) -> None:
+    def enqueue(self, *responses: Scripted | Responder) -> None:
         with self._lock:
             self._state.queue.extend(responses)
 
@@ -338,6 +342,8 @@ class FakeGemini:
                 st.failures.append(msg)
                 return error_response(400, msg, status="FAILED_PRECONDITION")
             answer = st.queue.popleft()
+            if callable(answer):
+                answer = answer(st.requests[-1])
             body_out = json.loads(json.dumps(answer.body))
             self._sign_and_remember(body_out)
             _fill_usage(body_out, len(raw_body))
