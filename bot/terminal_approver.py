@@ -8,10 +8,10 @@ end of input or three unreadable answers fail closed (the command does not run).
 from __future__ import annotations
 
 import getpass
-import sys
 import textwrap
 from typing import TextIO
 
+from bot.terminal import Prompter
 from core.safety.approval import ApprovalRequest, Decision
 
 WIDTH = 69  # inner width of the box, as in the spec's console design
@@ -60,18 +60,13 @@ class TerminalApprover:
 
     def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None,
                  user: str | None = None) -> None:
-        self.stdin = stdin or sys.stdin
-        self.stdout = stdout or sys.stdout
+        self.prompter = Prompter(stdin, stdout)
+        self.stdin = self.prompter.stdin
+        self.stdout = self.prompter.stdout
         self.user = user or local_user()
 
     def _ask(self, prompt: str) -> str | None:
-        self.stdout.write(prompt)
-        self.stdout.flush()
-        line = self.stdin.readline()
-        if not line:
-            self.stdout.write("\n")
-            return None
-        return line.rstrip("\r\n")
+        return self.prompter.ask(prompt)
 
     def request(self, request: ApprovalRequest) -> Decision:
         self.stdout.write("\n" + render_alert(request) + "\n")

@@ -377,12 +377,7 @@ class SafeExecShell:
             approval.status, "user_denied")
         record = self.audit.append_audit(self.session_id, {
             "kind": "command",
-            "command": redact(approval.command),
-            "reasoning": approval.reasoning,
-            "classification": approval.classification,
-            "tier": approval.tier,
-            "rule": approval.rule,
-            "classifier_version": approval.classifier_version,
+            **_approval_fields(approval),
             "action": "user_denied",
             "actor": approval.decided_by or "ghost",
             "status": "denied",
@@ -548,12 +543,7 @@ class SafeExecShell:
                         reason: str | None = None) -> None:
         self.audit.append_audit(self.session_id, {
             "kind": "approval",
-            "command": redact(approval.command),
-            "reasoning": approval.reasoning,
-            "classification": approval.classification,
-            "tier": approval.tier,
-            "rule": approval.rule,
-            "classifier_version": approval.classifier_version,
+            **_approval_fields(approval),
             "actor": actor,
             "status": transition,
             "denial_reason": reason,
@@ -562,3 +552,15 @@ class SafeExecShell:
                         "command_hash": approval.command_hash,
                         "replaces_approval_id": approval.replaces_approval_id},
         })
+
+
+def _approval_fields(approval: ApprovalRecord) -> dict[str, Any]:
+    """What every audit record about an approval request repeats (command redacted)."""
+    return {
+        "command": redact(approval.command),
+        "reasoning": approval.reasoning,
+        "classification": approval.classification,
+        "tier": approval.tier,
+        "rule": approval.rule,
+        "classifier_version": approval.classifier_version,
+    }

@@ -178,3 +178,24 @@ def test_checksum_mismatch_offers_continue_fresh_abort(fake_gemini: Any, cli_env
     assert cont.returncode == 0, cont.stdout + cont.stderr
     rca = store.get_investigation(sid).rca_markdown
     assert "checksum" in rca.lower()
+
+
+def test_corrupted_state_offers_fresh_or_abort(fake_gemini: Any, cli_env: dict[str, str],
+                                               store: Any, tmp_path: Path) -> None:
+    """E4/S7: a state that is not a session document: [F]resh starts a new investigation."""
+    sid = store.create_investigation(symptom="dns", model="m", audit_dir="a").session_id
+    from sqlalchemy import text
+
+    with store.db.engine.begin() as conn:
+        conn.execute(text("UPDATE investigations SET state = :s WHERE session_id = :i"),
+                     {"s": '{"garbage": true}', "i": sid})
+    env = env_for(cli_env)
+    aborted = ghost(env, "investigate", "--resume", sid, stdin="a\n", cwd=tmp_path)
+    assert aborted.returncode == 1 and "corrupted" in aborted.stdout + aborted.stderr
+    fake_gemini.enqueue(function_call_turn(call("complete_investigation", {
+        "confidence": "low", "root_cause_summary": "Started over."})))
+    fresh = ghost(env, "investigate", "--resume", sid, stdin="f\nDNS lookups fail\n",
+                  cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    new_sid = session_id_of(fresh.stdout)
+    assert new_sid != sid and "RCA REPORT WRITTEN" in fresh.stdout

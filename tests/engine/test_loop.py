@@ -269,3 +269,46 @@ def test_capture_tools_route_to_the_orchestrator(store: Store, tmp_path: Path) -
                        "duration_seconds": 60, "storage_auth_mode": "login"}}
     assert orch.requests[1] == {"intent": "check_task", "task_id": "ghost_vm1_20250115T143200"}
     assert brain.function_responses(2)[0]["response"]["status"] == "task_completed"
+
+
+def test_rca_write_failure_keeps_the_report(store: Store, tmp_path: Path) -> None:
+    """R15: a write failure leaves rca_report_path null and hands the report to the front end."""
+    brain = FakeBrain(reply(DONE))
+    rig = Rig(store, tmp_path, brain)
+
+    def refuse(name: str, text: str) -> str:
+        raise PermissionError(13, "Permission denied", f"/audit/{name}")
+
+    rig.engine.rca_writer = refuse
+    sid = rig.start()
+    outcome = rig.engine.advance(sid)
+    assert outcome.kind == "completed" and outcome.rca_path is None
+    assert outcome.rca_error and "Permission denied" in outcome.rca_error
+    assert outcome.rca_markdown and "NSG rule deny-6379" in outcome.rca_markdown
+    inv = store.get_investigation(sid)
+    assert inv.state["rca_report_path"] is None and inv.rca_markdown == outcome.rca_markdown
+
+
+def test_storage_auth_mode_is_forwarded_and_the_shell_is_shared(store: Store,
+                                                                tmp_path: Path) -> None:
+    """D11 and H2: the mode reaches the orchestrator, built with the investigation's shell."""
+    seen: list[Any] = []
+    orch = RecordingOrchestrator({"status": "task_pending", "task_id": "t1", "state": "WAITING"})
+    brain = FakeBrain(reply(call("capture_traffic", target="vm1", resource_group="rg",
+                                 storage_account="sa", storage_auth_mode="key")), reply(DONE))
+    rig = Rig(store, tmp_path, brain, orchestrator=orch)
+    shells: dict[str, SafeExecShell] = {}
+
+    def shell_for(sid: str) -> SafeExecShell:
+        return shells.setdefault(sid, rig.shell(sid))
+
+    def orchestrator_for(sid: str, shell: Any) -> RecordingOrchestrator:
+        seen.append(shell)
+        return orch
+
+    rig.engine.shell_for = shell_for
+    rig.engine.orchestrator_for = orchestrator_for
+    sid = rig.start()
+    rig.engine.advance(sid)
+    assert orch.requests[0]["parameters"]["storage_auth_mode"] == "key"
+    assert seen and all(s is shells[sid] for s in seen)
