@@ -52,7 +52,22 @@ def build_orchestrator(settings: Settings, store: Store, shell: SafeExecShell,
 
     config = OrchestratorConfig(local_capture_dir=settings.capture_dir.resolve())
     return CloudOrchestrator(shell=shell, backend=build_capture_backend(settings), tasks=store,
-                             session_id=session_id, config=config, scan_orphans=scan_orphans)
+                             session_id=session_id, config=config, scan_orphans=scan_orphans,
+                             is_session_live=lambda sid: session_is_live(store, sid))
+
+
+#: Investigations that may still continue (a running worker, a pending approval, a terminal
+#: session that can be resumed): their tasks are not orphans.
+LIVE_STATUSES = ("queued", "running", "awaiting_approval", "awaiting_user")
+
+
+def session_is_live(store: Store, session_id: str) -> bool:
+    from core.errors import UnknownInvestigation
+
+    try:
+        return store.get_investigation(session_id).status in LIVE_STATUSES
+    except UnknownInvestigation:
+        return False
 
 
 def build_engine(

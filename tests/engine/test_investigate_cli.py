@@ -199,3 +199,15 @@ def test_corrupted_state_offers_fresh_or_abort(fake_gemini: Any, cli_env: dict[s
     assert fresh.returncode == 0, fresh.stdout + fresh.stderr
     new_sid = session_id_of(fresh.stdout)
     assert new_sid != sid and "RCA REPORT WRITTEN" in fresh.stdout
+
+
+def test_tasks_of_live_investigations_are_not_orphans(store: Any, tmp_path: Path) -> None:
+    from bot.bootstrap import session_is_live
+
+    live = store.create_investigation(symptom="a", model="m", audit_dir="a",
+                                      status="awaiting_approval").session_id
+    done = store.create_investigation(symptom="b", model="m", audit_dir="a").session_id
+    store.set_status(done, "completed")
+    assert session_is_live(store, live) is True
+    assert session_is_live(store, done) is False
+    assert session_is_live(store, "ghost_19990101_000000") is False
