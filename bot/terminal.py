@@ -100,7 +100,12 @@ class Prompter:
         if not line:
             self.stdout.write("\n")
             return None
-        return line.rstrip("\r\n")
+        answer = line.rstrip("\r\n")
+        if not _is_tty(self.stdin):
+            # piped answers are not echoed by a terminal: show them, so the transcript reads
+            self.stdout.write(answer + "\n")
+            self.stdout.flush()
+        return answer
 
     def choose(self, prompt: str, choices: dict[str, str]) -> str | None:
         """Ask until the answer's first letter is one of ``choices`` (three tries)."""
@@ -113,3 +118,10 @@ class Prompter:
                 return choices[key]
             self.stdout.write(f"Please answer one of: {', '.join(sorted(choices))}.\n")
         return None
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

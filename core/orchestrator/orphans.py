@@ -96,6 +96,8 @@ def _azure_layer(lifecycle: Lifecycle, tasks: list[Task], report: OrphanReport,
                  prefix: str) -> None:
     known = {str(t.get("azure_operation_id")) for t in tasks}
     backend = lifecycle.steps.backend
+    if getattr(backend, "configured", True) is False:
+        return  # captures are not set up here: there is nothing on Azure to scan, or to audit
     query = f"[?starts_with(name, '{prefix}_')]"
     command = f'az network watcher packet-capture list --query "{query}" -o json'
 
