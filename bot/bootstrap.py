@@ -14,11 +14,13 @@ from storage.db import Database
 from storage.store import Store
 
 if TYPE_CHECKING:
+    from bot.chat.ports import ChatPort
+    from bot.chat.runtime import ChatRuntime
     from bot.terminal import Prompter
     from core.engine.loop import Engine
     from core.orchestrator.backend import CaptureBackend
     from core.orchestrator.orchestrator import CloudOrchestrator
-    from core.safety.approval import Approver
+    from core.safety.approval import ApprovalPolicy, Approver
     from core.safety.shell import SafeExecShell
 
 
@@ -29,13 +31,15 @@ def build_store(settings: Settings | None = None) -> Store:
 
 
 def build_shell(settings: Settings, store: Store, session_id: str, approver: Approver,
-                requested_by: str | None = None) -> SafeExecShell:
+                requested_by: str | None = None,
+                policy: ApprovalPolicy | None = None) -> SafeExecShell:
     from core.safety.shell import SafeExecShell, ShellLimits
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     return SafeExecShell(session_id, audit=store, approvals=store, approver=approver,
                          data_dir=settings.data_dir.resolve(), requested_by=requested_by,
-                         limits=ShellLimits(timeout_s=settings.command_timeout_s))
+                         limits=ShellLimits(timeout_s=settings.command_timeout_s),
+                         policy=policy)
 
 
 def build_capture_backend(settings: Settings) -> CaptureBackend:
@@ -117,6 +121,72 @@ def build_engine(
         sleep=_sleep,
     )
     return engine, orchestrator_for
+
+
+def approval_policy(settings: Settings) -> ApprovalPolicy:
+    from core.safety.approval import ApprovalPolicy
+
+    return ApprovalPolicy(approvers=settings.approvers, two_person=settings.two_person,
+                          expiry_seconds=settings.approval_expiry_seconds)
+
+
+def _rca_writer(settings: Settings) -> Callable[[str, str], str]:
+    audit_dir = settings.audit_dir
+
+    def write_rca(filename: str, markdown: str) -> str:
+        audit_dir.mkdir(parents=True, exist_ok=True)
+        path = (audit_dir / filename).resolve()
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(markdown, encoding="utf-8")
+        tmp.replace(path)
+        return str(path)
+
+    return write_rca
+
+
+def build_chat_engine(
+    settings: Settings, store: Store, *, port_for: Callable[[str], ChatPort | None],
+    brain: Any = None,
+) -> ChatRuntime:
+    """The chat engine: approvals are decided later by clicks, in any process.
+
+    Nothing per-investigation is cached across calls except the shells and orchestrators, which
+    hold no state of their own (everything is read from the store), so any process can serve
+    any investigation.
+    """
+    from bot.chat.notifier import ChatApprover, ChatNotifier
+    from bot.chat.runtime import ChatRuntime
+    from bot.gemini_brain import GeminiBrain
+    from core.engine.loop import Engine
+
+    policy = approval_policy(settings)
+    approver = ChatApprover()
+    shells: dict[str, SafeExecShell] = {}
+    orchestrators: dict[str, CloudOrchestrator] = {}
+
+    def shell_for(sid: str) -> SafeExecShell:
+        if sid not in shells:
+            inv = store.get_investigation(sid)
+            shells[sid] = build_shell(settings, store, sid, approver, inv.requested_by, policy)
+        return shells[sid]
+
+    def orchestrator_for(sid: str, shell: Any = None) -> CloudOrchestrator:
+        if sid not in orchestrators:
+            orchestrators[sid] = build_orchestrator(settings, store, shell or shell_for(sid), sid)
+        return orchestrators[sid]
+
+    notifier = ChatNotifier(store, port_for, policy)
+    engine = Engine(
+        store=store,
+        brain=brain or GeminiBrain(settings.model, settings.gemini_api_key or "",
+                                   base_url=settings.gemini_base_url),
+        shell_for=shell_for, orchestrator_for=orchestrator_for,
+        rca_writer=_rca_writer(settings), notifier=notifier,
+        audit_dir=str(settings.audit_dir), sleep=_sleep,
+    )
+    return ChatRuntime(store=store, engine=engine, notifier=notifier, port_for=port_for,
+                       shell_for=shell_for, policy=policy, model=settings.model,
+                       audit_dir=str(settings.audit_dir))
 
 
 def _sleep(seconds: float) -> None:

@@ -19,6 +19,8 @@ HANDLERS: dict[tuple[str, ...], str] = {
     ("classify",): "safety:classify_command",
     ("redact",): "safety:redact_command",
     ("investigate",): "investigate:investigate",
+    ("serve",): "serve:serve",
+    ("worker",): "serve:worker",
 }
 
 
@@ -64,6 +66,25 @@ def build_parser() -> argparse.ArgumentParser:
     inv.add_argument("--resume", metavar="SID", help="continue a saved investigation")
     inv.add_argument("--model", help="the Gemini model (default: GHOST_MODEL)")
     inv.add_argument("--audit-dir", help="where the RCA is written (default: DATA_DIR/audit)")
+
+    serve = groups.add_parser(
+        "serve", help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, else HTTP on $PORT)",
+        description="Run Ghost in Slack. With SLACK_APP_TOKEN: Socket Mode (no public URL). "
+        "Otherwise HTTP on $PORT at /slack/events (needs SLACK_SIGNING_SECRET). Runs a worker "
+        "too unless --no-worker or GHOST_SERVE_RUNS_WORKER=false.",
+    )
+    serve.add_argument("--no-worker", action="store_true",
+                       help="only answer Slack; `ghost worker` processes run investigations")
+    serve.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on")
+    serve.add_argument("--port", type=int, help="HTTP mode: port (default: $PORT or 3000)")
+
+    work = groups.add_parser(
+        "worker", help="run investigations from the database (any number of processes)",
+        description="Claim runnable investigations with a lease and advance them, posting "
+        "into Slack. Also runs the lease-guarded periodic jobs (approval expiry, recovery).",
+    )
+    work.add_argument("--once", action="store_true",
+                      help="advance everything runnable, then exit")
 
     classify = groups.add_parser(
         "classify", help="explain the safety gate's verdict on a command",

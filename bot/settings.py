@@ -72,6 +72,56 @@ class Settings(BaseSettings):
         description="Tests only: a fixed bearer token, accepted only for a loopback ARM endpoint.",
     )
 
+    # ---------------------------------------------------------------- chat (Slack)
+    slack_bot_token: str | None = Field(
+        default=None, validation_alias=AliasChoices("SLACK_BOT_TOKEN", "GHOST_SLACK_BOT_TOKEN"),
+        description="The Slack app's bot token (xoxb-…), a secret.",
+    )
+    slack_signing_secret: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("SLACK_SIGNING_SECRET", "GHOST_SLACK_SIGNING_SECRET"),
+        description="Verifies that HTTP requests come from Slack, a secret.",
+    )
+    slack_app_token: str | None = Field(
+        default=None, validation_alias=AliasChoices("SLACK_APP_TOKEN", "GHOST_SLACK_APP_TOKEN"),
+        description="App-level token (xapp-…): set it to use Socket Mode instead of HTTP.",
+    )
+    slack_api_url: str = Field(
+        default="https://slack.com/api/",
+        validation_alias=AliasChoices("SLACK_API_URL", "GHOST_SLACK_API_URL"),
+        description="Slack Web API base URL (GovSlack: https://slack-gov.com/api/; tests: a "
+        "local mock).",
+    )
+    port: int = Field(default=3000, validation_alias=AliasChoices("PORT", "GHOST_PORT"),
+                      description="HTTP port of `ghost serve` in HTTP mode.")
+    approvers_csv: str = Field(
+        default="", validation_alias=AliasChoices("GHOST_APPROVERS"),
+        description="Comma-separated Slack user ids (U…) and user-group ids (S…) who may "
+        "decide approvals. Empty: any member of the investigation's channel except the "
+        "requester.",
+    )
+    two_person: bool = Field(
+        default=True, description="Nobody approves commands in an investigation they started, "
+        "nor a command they modified.",
+    )
+    approval_expiry_seconds: int = Field(
+        default=1800, description="Pending approvals expire after this many seconds.")
+    worker_threads: int = Field(default=4, description="Investigations one worker runs at once.")
+    lease_seconds: float = Field(
+        default=60.0, description="How long a worker's claim on an investigation lasts without "
+        "renewal; a dead worker's investigation is picked up after this.",
+    )
+    serve_runs_worker: bool = Field(
+        default=True, description="`ghost serve` also runs a worker (set false when separate "
+        "`ghost worker` processes run the investigations).",
+    )
+    slack_post_interval_s: float = Field(
+        default=1.0, description="Minimum seconds between Ghost's posts in one channel.")
+
+    @property
+    def approvers(self) -> frozenset[str]:
+        return frozenset(a.strip() for a in self.approvers_csv.split(",") if a.strip())
+
     @property
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -111,3 +111,21 @@ class ApprovalRepo:
             row = s.get(Approval, approval_id, populate_existing=True)
             assert row is not None
             return _view(row)
+
+    def set_approval_message_ref(self, approval_id: str, ref: Mapping[str, Any]) -> None:
+        """Where the request's card was posted. Not a decision: the version is left alone, so
+        a click racing with this write is not mistaken for a second decision."""
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            s.execute(update(Approval).where(Approval.approval_id == approval_id)
+                      .values(message_ref=dict(ref)))
+
+    def due_approvals(self, now: datetime, *, limit: int = 100) -> list[ApprovalView]:
+        """Pending requests whose expiry has passed (the expiry job closes them)."""
+        self.db.ensure_ready()
+        query = (select(Approval)
+                 .where(Approval.status == "pending", Approval.expires_at.is_not(None),
+                        Approval.expires_at <= now)
+                 .order_by(Approval.expires_at).limit(limit))
+        with self.db.session() as s:
+            return [_view(r) for r in s.scalars(query)]

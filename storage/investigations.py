@@ -289,3 +289,44 @@ class InvestigationRepo:
                        Investigation.lease_owner == owner)
                 .values(lease_owner=None, lease_expires_at=None)
             )
+
+    # ------------------------------------------------------------------ chat front ends
+    def find_by_thread(self, platform: str, channel_ref: str,
+                       thread_ref: str) -> InvestigationView | None:
+        """The investigation living in a chat thread (a mention or a button in it)."""
+        self.db.ensure_ready()
+        query = (select(Investigation)
+                 .where(Investigation.platform == platform,
+                        Investigation.channel_ref == channel_ref,
+                        Investigation.thread_ref == thread_ref)
+                 .order_by(Investigation.created_at.desc()).limit(1))
+        with self.db.session() as s:
+            row = s.scalars(query).first()
+            return None if row is None else _view(row)
+
+    def update_conversation_ref(self, session_id: str,
+                                changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``changes`` into the chat bookkeeping (status message ts, what was posted).
+
+        Row-locked so that two processes adding different keys do not lose one another's.
+        """
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            row = s.get(Investigation, session_id, with_for_update=True)
+            if row is None:
+                raise UnknownInvestigation(session_id)
+            merged = {**(row.conversation_ref or {}), **dict(changes)}
+            row.conversation_ref = merged
+            return merged
+
+    def requeue(self, session_id: str, *, from_statuses: tuple[str, ...]) -> bool:
+        """Make an investigation runnable again if it is in one of ``from_statuses``."""
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            result = s.execute(
+                update(Investigation)
+                .where(Investigation.session_id == session_id,
+                       Investigation.status.in_(from_statuses))
+                .values(status="queued", updated_at=self.clock())
+            )
+            return bool(result.rowcount == 1)  # type: ignore[attr-defined]

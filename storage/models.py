@@ -168,3 +168,12 @@ class Lease(Base):
     name: Mapped[str] = mapped_column(String(128), primary_key=True)
     owner: Mapped[str | None] = mapped_column(String(255))
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ChatEvent(Base):
+    """A chat event already handled (Slack retries are dropped by its primary key)."""
+
+    __tablename__ = "chat_events"
+
+    event_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)

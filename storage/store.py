@@ -8,6 +8,7 @@ from datetime import datetime
 from core.session_state import utc_now
 from storage.approvals import ApprovalRepo
 from storage.audit import AuditRepo
+from storage.chat_events import ChatEventRepo
 from storage.db import Database
 from storage.investigations import InvestigationRepo
 from storage.leases import LeaseRepo
@@ -15,7 +16,8 @@ from storage.tasks import TaskRepo
 from storage.turns import TurnRepo
 
 
-class Store(InvestigationRepo, AuditRepo, TaskRepo, TurnRepo, ApprovalRepo, LeaseRepo):
+class Store(InvestigationRepo, AuditRepo, TaskRepo, TurnRepo, ApprovalRepo, LeaseRepo,
+            ChatEventRepo):
     """SQL persistence for investigations, turns, approvals, audit and task events."""
 
     def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now) -> None:

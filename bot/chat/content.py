@@ -1,0 +1,317 @@
+"""What Ghost posts, as plain data with wording for an on-call engineer at 3 a.m.
+
+Front ends render these into Block Kit or Adaptive Cards; user ids stay raw here (each platform
+has its own mention syntax). Text may contain `code spans`, which both platforms display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from core.safety.approval import ApprovalPolicy
+
+PHASES = {
+    "queued": "Queued — a worker will pick it up in a moment",
+    "running": "Investigating",
+    "awaiting_approval": "Waiting for an approval",
+    "awaiting_user": "Waiting for you: Continue or Done",
+    "completed": "Finished — RCA posted below",
+    "cancelled": "Cancelled",
+    "failed": "Stopped on an error — see the thread",
+}
+
+
+class InvestigationLike(Protocol):
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def symptom(self) -> str: ...
+    @property
+    def requested_by(self) -> str | None: ...
+    @property
+    def state(self) -> dict[str, Any]: ...
+    @property
+    def engine_state(self) -> dict[str, Any] | None: ...
+
+
+class ApprovalLike(Protocol):
+    @property
+    def approval_id(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def command(self) -> str: ...
+    @property
+    def classification(self) -> str: ...
+    @property
+    def tier(self) -> int | None: ...
+    @property
+    def rule(self) -> str | None: ...
+    @property
+    def reasoning(self) -> str: ...
+    @property
+    def environment(self) -> str: ...
+    @property
+    def expires_at(self) -> datetime | None: ...
+    @property
+    def decided_by(self) -> str | None: ...
+    @property
+    def decided_at(self) -> datetime | None: ...
+    @property
+    def denial_reason(self) -> str | None: ...
+    @property
+    def modified_by(self) -> str | None: ...
+    @property
+    def replaces_approval_id(self) -> str | None: ...
+    @property
+    def context(self) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    id: str
+    description: str
+    state: str
+
+
+@dataclass(frozen=True)
+class StatusView:
+    """The one status message per investigation, edited in place."""
+
+    session_id: str
+    symptom: str
+    requested_by: str | None
+    status: str
+    phase: str
+    turn: int
+    max_turns: int
+    hypotheses: tuple[Hypothesis, ...] = ()
+    tasks: tuple[str, ...] = ()
+    denials: int = 0
+
+    def fingerprint(self) -> str:
+        """Equal fingerprints mean an edit would change nothing (so none is sent)."""
+        return repr(self)
+
+
+def status_view(inv: InvestigationLike) -> StatusView:
+    state, engine = inv.state, inv.engine_state or {}
+    hyps = tuple(Hypothesis(str(h.get("id")), str(h.get("description") or ""),
+                            str(h.get("state") or ""))
+                 for h in state.get("hypothesis_log") or [] if isinstance(h, Mapping))
+    denials = sum(int(v) for v in (state.get("denial_tracker") or {}).values()
+                  if isinstance(v, int))
+    return StatusView(
+        session_id=inv.session_id, symptom=inv.symptom, requested_by=inv.requested_by,
+        status=inv.status, phase=PHASES.get(inv.status, inv.status),
+        turn=int(state.get("turn_count") or 0), max_turns=int(engine.get("max_turns") or 50),
+        hypotheses=hyps, tasks=tuple(str(t) for t in state.get("active_task_ids") or []),
+        denials=denials,
+    )
+
+
+@dataclass(frozen=True)
+class ApprovalCard:
+    """A RISKY command waiting for a human."""
+
+    approval_id: str
+    session_id: str
+    command: str
+    classification: str
+    tier: int | None
+    rule: str | None
+    risk: str
+    reasoning: str
+    environment: str
+    investigation_requester: str | None
+    modified_by: str | None
+    needed: str
+    expires_at: datetime | None
+
+
+def approvals_needed(policy: ApprovalPolicy, requester: str | None,
+                     modified_by: str | None) -> str:
+    """Who can approve this, in one sentence."""
+    who = ("one of the configured Ghost approvers" if policy.approvers
+           else "any member of this channel")
+    if not policy.two_person:
+        return f"1 approval from {who}."
+    excluded = [u for u in dict.fromkeys((requester, modified_by)) if u]
+    return f"1 approval from {who}, other than the requester or editor." if excluded else \
+        f"1 approval from {who}."
+
+
+def approval_card(approval: ApprovalLike, inv: InvestigationLike,
+                  policy: ApprovalPolicy) -> ApprovalCard:
+    return ApprovalCard(
+        approval_id=approval.approval_id, session_id=approval.session_id,
+        command=approval.command, classification=approval.classification, tier=approval.tier,
+        rule=approval.rule, risk=str((approval.context or {}).get("reason") or ""),
+        reasoning=approval.reasoning, environment=approval.environment,
+        investigation_requester=inv.requested_by, modified_by=approval.modified_by,
+        needed=approvals_needed(policy, inv.requested_by, approval.modified_by),
+        expires_at=approval.expires_at,
+    )
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """What replaces a card's buttons once it is decided, for everyone."""
+
+    result: str  # approved | denied | modified | expired | abandoned | blocked
+    actor: str | None
+    at: datetime | None
+    reason: str | None = None
+    new_command: str | None = None
+
+    def summary(self) -> str:
+        when = f" at {self.at:%H:%M} UTC" if self.at else ""
+        if self.result == "approved":
+            return f"Approved{when} — running it now."
+        if self.result == "denied":
+            why = f' Reason: "{self.reason}"' if self.reason else " No reason given."
+            return f"Denied{when}. Ghost was told and will re-plan.{why}"
+        if self.result == "modified":
+            return (f"Modified{when} to `{self.new_command}`. The edited command needs its own "
+                    "approval (new card below).")
+        if self.result == "blocked":
+            return f"Modification refused{when}: {self.reason}"
+        if self.result == "expired":
+            return "Expired — nobody decided in time. The command did not run; Ghost was told."
+        return f"Closed{when}: {self.reason or 'the investigation was stopped'}. Nothing ran."
+
+
+def outcome_of(approval: ApprovalLike) -> DecisionOutcome:
+    """The outcome line for a request that is no longer pending."""
+    status = approval.status
+    closed_from = str((approval.context or {}).get("closed_from") or "")
+    if status in ("closed",) and closed_from:
+        status = closed_from
+    if status in ("approved", "executing", "executed", "interrupted"):
+        result = "approved"
+    elif status == "modified":
+        result = "modified"
+    elif status == "denied" and (approval.context or {}).get("blocked_command") is not None:
+        result = "blocked"
+    elif status in ("denied", "expired", "abandoned"):
+        result = status
+    else:
+        result = status
+    successor_cmd = (approval.context or {}).get("new_command")
+    return DecisionOutcome(result=result, actor=approval.decided_by, at=approval.decided_at,
+                           reason=approval.denial_reason,
+                           new_command=str(successor_cmd) if successor_cmd else None)
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """A command that ran or was refused, as one compact line."""
+
+    classification: str
+    verdict: str
+    command: str
+    audit_id: str | None
+    note: str = ""
+
+
+def command_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> CommandLine:
+    command = str(args.get("command") or "")
+    classification = str(result.get("classification") or "?")
+    status, action, error = result.get("status"), result.get("action"), result.get("error")
+    audit_id = str(result["audit_id"]) if result.get("audit_id") else None
+    if status == "denied":
+        reason = result.get("denial_reason")
+        return CommandLine(classification, "denied", command, audit_id,
+                           f'reason: "{reason}"' if reason else "")
+    if error == "forbidden_command":
+        return CommandLine("FORBIDDEN", "blocked", command, audit_id, "never offered for approval")
+    if status == "error":
+        return CommandLine(classification, f"error: {error}", command, audit_id)
+    label = {"auto_approved": "ran", "user_approved": "ran after approval",
+             "user_modified": "ran as modified"}.get(str(action), str(action))
+    code = result.get("exit_code")
+    return CommandLine(classification, label, command, audit_id,
+                       "" if code in (0, None) else f"exit {code}")
+
+
+def task_line(name: str, result: Mapping[str, Any]) -> str:
+    """A capture's progress (the orchestrator's tools)."""
+    task = result.get("task_id") or "-"
+    state = result.get("state") or result.get("status")
+    message = str(result.get("message") or result.get("error_detail") or "").strip()
+    return f"Capture {task}: {state}" + (f" — {message}" if message else "") + f" ({name})"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Ghost needs a person: after a text-only answer, or at the turn limit."""
+
+    kind: str  # awaiting_user | turn_limit
+    session_id: str
+    text: str
+
+
+def prompt_for(kind: str, session_id: str, max_turns: int) -> Prompt:
+    if kind == "turn_limit":
+        return Prompt(kind, session_id, f"Ghost reached its limit of {max_turns} turns. Extend "
+                      "by 10 turns, or write the RCA with what it has.")
+    return Prompt(kind, session_id, "Ghost is waiting for you. Continue (optionally with an "
+                  "instruction — or reply with @ghost in this thread), or Done to write the RCA.")
+
+
+@dataclass(frozen=True)
+class RcaSummary:
+    session_id: str
+    confidence: str
+    root_cause: str
+    actions: tuple[str, ...] = field(default_factory=tuple)
+    turns: int = 0
+    duration_s: float | None = None
+
+    def duration(self) -> str:
+        minutes, seconds = divmod(int(self.duration_s or 0), 60)
+        return f"{minutes}m {seconds:02d}s"
+
+
+def rca_summary(inv: InvestigationLike) -> RcaSummary:
+    rca = (inv.engine_state or {}).get("rca") or {}
+    return RcaSummary(
+        session_id=inv.session_id, confidence=str(rca.get("confidence") or "low"),
+        root_cause=str(rca.get("root_cause") or "Not determined."),
+        actions=tuple(str(a) for a in rca.get("recommended_actions") or []),
+        turns=int(inv.state.get("turn_count") or 0), duration_s=rca.get("duration_s"))
+
+
+HELP = """Ghost investigates Azure network problems in this channel.
+`/ghost investigate <symptom>` — start, e.g. `/ghost investigate web-01 cannot reach redis:6379`
+`/ghost status [SID]` — where an investigation stands (the newest one without SID)
+`/ghost list` — recent investigations
+`/ghost cancel SID` — stop one (pending approvals are closed; nothing else runs)
+`/ghost resume SID` — pick up a stopped, failed or cancelled one
+In an investigation's thread, use the buttons, or mention @ghost with an instruction.
+Risky commands need a second engineer's approval; forbidden ones never run."""
+
+
+def list_lines(investigations: Sequence[InvestigationLike]) -> list[str]:
+    if not investigations:
+        return ["No investigations yet. Start one with `/ghost investigate <symptom>`."]
+    return [f"`{i.session_id}` — {PHASES.get(i.status, i.status)} — {i.symptom[:80]}"
+            for i in investigations]
+
+
+def brain_failure(session_id: str, detail: str) -> str:
+    return (f"Gemini did not answer ({detail}). Everything so far is saved. When Gemini is "
+            f"back, run `/ghost resume {session_id}`.")
+
+
+def unexpected_failure(session_id: str, detail: str) -> str:
+    return (f"Ghost hit an error it did not expect: {detail}. Everything so far is saved; "
+            f"`/ghost resume {session_id}` tries again. If it keeps failing, check the worker's "
+            "log for this session id.")

@@ -1,0 +1,70 @@
+"""What the chat-neutral layer needs from a chat platform (Slack now, Teams later)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from bot.chat.content import (
+    ApprovalCard,
+    CommandLine,
+    DecisionOutcome,
+    Prompt,
+    RcaSummary,
+    StatusView,
+)
+
+
+class Thread(Protocol):
+    """Where an investigation lives in chat."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def channel_ref(self) -> str | None: ...
+    @property
+    def thread_ref(self) -> str | None: ...
+
+
+class ChatPort(Protocol):
+    """Posting into one platform. Every method is safe to call from any process."""
+
+    def post_root(self, channel: str, view: StatusView) -> str:
+        """Post the status message that starts the thread; return the thread reference."""
+        ...
+
+    def update_status(self, thread: Thread, view: StatusView) -> None: ...
+
+    def post_text(self, thread: Thread, text: str) -> None:
+        """The model's reasoning, or a notice."""
+        ...
+
+    def post_command(self, thread: Thread, line: CommandLine) -> None: ...
+
+    def post_card(self, thread: Thread, card: ApprovalCard) -> dict[str, Any]:
+        """Post an approval card; return where it is, to update it for everyone later."""
+        ...
+
+    def close_card(self, ref: Mapping[str, Any], card: ApprovalCard,
+                   outcome: DecisionOutcome) -> None:
+        """Replace the card's buttons by the outcome."""
+        ...
+
+    def post_prompt(self, thread: Thread, prompt: Prompt) -> None: ...
+
+    def post_rca(self, thread: Thread, filename: str, markdown: str,
+                 summary: RcaSummary) -> None: ...
+
+    def tell(self, channel: str, user: str, text: str, thread_ref: str | None = None) -> None:
+        """Tell one person only (a refusal, "already decided by …")."""
+        ...
+
+
+class Directory(Protocol):
+    """Who is who: channel membership and user groups, for the approval rules."""
+
+    def is_member(self, user: str, channel: str) -> bool: ...
+
+    def in_group(self, user: str, group: str) -> bool:
+        """False when ``group`` is not a group id on this platform."""
+        ...

@@ -1,0 +1,134 @@
+"""`ghost serve` (the Slack app, plus a worker unless told not to) and `ghost worker`.
+
+Socket Mode when SLACK_APP_TOKEN is set (one process, no public URL); HTTP on $PORT otherwise.
+Both run the lease-guarded periodic jobs, so any number of replicas can run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from bot.settings import Settings, load_settings
+from core.errors import GhostError
+
+log = logging.getLogger("ghost")
+
+
+class MissingSetting(GhostError):
+    exit_code = 2
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _require_gemini(settings: Settings) -> None:
+    if not settings.gemini_api_key:
+        raise MissingSetting("GEMINI_API_KEY is not set.",
+                             "Set it in the environment or .env (see .env.example).")
+
+
+def _stop_event() -> threading.Event:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_a: stop.set())
+    return stop
+
+
+def _background(services: Any, settings: Settings, stop: threading.Event, *,
+                run_worker: bool) -> list[Any]:
+    """The periodic jobs and, optionally, a worker pool, as daemon threads."""
+    from bot.scheduler import PeriodicJobs, start_scheduler
+    from bot.worker import Worker, worker_id
+    from core.session_state import utc_now
+
+    runtime = services.runtime
+    owner = worker_id("serve" if run_worker else "web")
+    jobs = PeriodicJobs(store=services.store, shell_for=runtime.shell_for,
+                        close_card=runtime.close_card, owner=owner,
+                        audit_dir=settings.audit_dir, clock=utc_now)
+    started: list[Any] = [start_scheduler(jobs)]
+    if run_worker:
+        worker = Worker(store=services.store, engine=runtime.engine,
+                        shell_for=runtime.shell_for, after=runtime.after_advance,
+                        failed=runtime.failed, owner=owner,
+                        lease_seconds=settings.lease_seconds)
+        runtime.kick = worker.wake
+        thread = threading.Thread(target=worker.run_forever, args=(stop,),
+                                  kwargs={"threads": settings.worker_threads}, daemon=True,
+                                  name="ghost-worker")
+        thread.start()
+        started.append(thread)
+    return started
+
+
+def serve(args: argparse.Namespace) -> int:
+    from bot.bootstrap import build_store
+    from bot.slack.app import build_slack
+
+    _setup_logging()
+    settings = load_settings()
+    socket_mode = bool(settings.slack_app_token)
+    run_worker = settings.serve_runs_worker and not args.no_worker
+    if run_worker:
+        _require_gemini(settings)
+    services = build_slack(settings, build_store(settings), socket_mode=socket_mode)
+    stop = _stop_event()
+    scheduler = _background(services, settings, stop, run_worker=run_worker)[0]
+    try:
+        if socket_mode:
+            from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+            handler = SocketModeHandler(services.app, settings.slack_app_token)
+            handler.connect()  # type: ignore[no-untyped-call]
+            log.info("Ghost is connected to Slack (Socket Mode)%s.",
+                     " with a worker" if run_worker else "")
+            stop.wait()
+            handler.close()  # type: ignore[no-untyped-call]
+        else:
+            from bot.slack.http import make_server
+
+            port = args.port or settings.port
+            server = make_server(services.app, args.host, port)
+            log.info("Ghost listens on http://%s:%d/slack/events%s.", args.host, port,
+                     " with a worker" if run_worker else "")
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            stop.wait()
+            server.shutdown()
+    finally:
+        stop.set()
+        scheduler.shutdown(wait=False)
+    return 0
+
+
+def worker(args: argparse.Namespace) -> int:
+    from bot.bootstrap import build_store
+    from bot.slack.app import build_slack
+
+    _setup_logging()
+    settings = load_settings()
+    _require_gemini(settings)
+    # the worker posts into Slack but receives nothing from it: no signing secret needed
+    services = build_slack(settings, build_store(settings), socket_mode=True)
+    if args.once:
+        from bot.worker import Worker
+
+        runtime = services.runtime
+        done = Worker(store=services.store, engine=runtime.engine,
+                      shell_for=runtime.shell_for, after=runtime.after_advance,
+                      failed=runtime.failed,
+                      lease_seconds=settings.lease_seconds).run_until_idle()
+        print(f"ghost worker: advanced {done} investigation(s).")
+        return 0
+    stop = _stop_event()
+    started = _background(services, settings, stop, run_worker=True)
+    log.info("Ghost worker started (%d threads).", settings.worker_threads)
+    stop.wait()
+    started[0].shutdown(wait=False)
+    return 0

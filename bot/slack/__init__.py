@@ -1,0 +1,1 @@
+"""The Slack front end: a thin bolt app over the chat-neutral layer in ``bot.chat``."""

@@ -1,0 +1,197 @@
+"""Block Kit builders: the chat-neutral content of ``bot.chat.content`` as Slack messages.
+
+Every builder returns ``(blocks, text)``; ``text`` is the notification/fallback line. Slack caps a
+section's text at 3000 characters, so long model text and commands are shortened here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bot.chat.content import (
+    ApprovalCard,
+    CommandLine,
+    DecisionOutcome,
+    Prompt,
+    RcaSummary,
+    StatusView,
+)
+
+Blocks = list[dict[str, Any]]
+
+APPROVE, DENY, MODIFY = "ghost_approve", "ghost_deny", "ghost_modify"
+CONTINUE, DONE, EXTEND, RCA = "ghost_continue", "ghost_done", "ghost_extend", "ghost_rca"
+DENY_VIEW, MODIFY_VIEW, CONTINUE_VIEW = "ghost_deny_view", "ghost_modify_view", \
+    "ghost_continue_view"
+STATE_ICON = {"ACTIVE": "🔎", "CONFIRMED": "✅", "CONTRADICTED": "❌", "UNVERIFIABLE": "❔",
+              "DENIED_ONCE": "🚫", "DENIED_TWICE": "🚫"}
+
+
+def mention(user: str | None) -> str:
+    return f"<@{user}>" if user else "someone"
+
+
+def mentions(text: str) -> str:
+    """The chat layer's ``{user:U123}`` placeholders as Slack mentions."""
+    return re.sub(r"\{user:([^}]*)\}", lambda m: mention(m.group(1)), text)
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters; everything a model or user wrote goes through this."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int = 2900) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def code(text: str, limit: int = 2800) -> str:
+    return "```" + clip(escape(text).replace("```", "`\u200b``"), limit) + "```"
+
+
+def section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text)}}
+
+
+def context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(text)}]}
+
+
+def button(text: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
+    b: dict[str, Any] = {"type": "button", "text": {"type": "plain_text", "text": text},
+                         "action_id": action_id, "value": value}
+    if style:
+        b["style"] = style
+    return b
+
+
+def status_message(view: StatusView) -> tuple[Blocks, str]:
+    head = f"*Ghost investigation* `{view.session_id or 'starting'}` — {escape(view.phase)}"
+    lines = [head, f">{escape(clip(view.symptom, 500))}",
+             f"Requested by {mention(view.requested_by)} · turn {view.turn}/{view.max_turns}"
+             f" · denials {view.denials}"]
+    blocks: Blocks = [section("\n".join(lines))]
+    if view.hypotheses:
+        hyps = "\n".join(f"{STATE_ICON.get(h.state, '•')} `{escape(h.id)}` {escape(h.state)}"
+                         f" — {escape(clip(h.description, 200))}" for h in view.hypotheses[:10])
+        blocks.append(section("*Hypotheses*\n" + hyps))
+    if view.tasks:
+        blocks.append(context("Captures running: " + ", ".join(f"`{escape(t)}`"
+                                                             for t in view.tasks)))
+    return blocks, f"Ghost investigation {view.session_id}: {view.phase}"
+
+
+def reasoning_message(text: str) -> tuple[Blocks, str]:
+    return [section("🧠 " + escape(clip(text.strip(), 2800)))], clip(text.strip(), 150)
+
+
+def command_message(line: CommandLine) -> tuple[Blocks, str]:
+    icon = {"SAFE": "✅", "RISKY": "⚠️", "FORBIDDEN": "⛔"}.get(line.classification, "•")
+    audit = f" · audit `{escape(line.audit_id)}`" if line.audit_id else ""
+    note = f" · {escape(line.note)}" if line.note else ""
+    cmd = escape(clip(line.command, 300)).replace("`", "'")
+    text = f"{icon} {line.classification} {escape(line.verdict)}: `{cmd}`{note}{audit}"
+    return [context(text)], f"{line.classification} {line.verdict}: {clip(line.command, 100)}"
+
+
+def approval_card(card: ApprovalCard, outcome: DecisionOutcome | None = None
+                  ) -> tuple[Blocks, str]:
+    title = "✏️ Edited command needs approval" if card.modified_by else \
+        "⚠️ Approval needed"
+    tier = f"tier {card.tier}" if card.tier is not None else "tier ?"
+    facts = [
+        f"*{card.classification}* ({tier}, rule `{escape(card.rule or '-')}`) · "
+        f"{escape(card.environment)}",
+        f"Asked by Ghost (AI) in {mention(card.investigation_requester)}'s investigation"
+        f" `{card.session_id}`",
+    ]
+    if card.modified_by:
+        facts.append(f"Edited by {mention(card.modified_by)}")
+    blocks: Blocks = [section(f"*{title}*"), section(code(card.command, 2000)),
+                      section("\n".join(facts))]
+    if card.risk:
+        blocks.append(section(f"*Why it is gated:* {escape(clip(card.risk, 600))}"))
+    if card.reasoning:
+        blocks.append(section(f"*Ghost's reasoning:* {escape(clip(card.reasoning, 1500))}"))
+    if outcome is None:
+        expires = f" Expires {card.expires_at:%H:%M} UTC." if card.expires_at else ""
+        blocks.append(context(escape(card.needed) + expires))
+        blocks.append({"type": "actions", "block_id": f"approval:{card.approval_id}",
+                       "elements": [
+                           button("Approve", APPROVE, card.approval_id, "primary"),
+                           button("Deny…", DENY, card.approval_id, "danger"),
+                           button("Modify…", MODIFY, card.approval_id)]})
+    else:
+        who = f" by {mention(outcome.actor)}" if outcome.actor and \
+            outcome.actor != "ghost" else ""
+        icon = {"approved": "✅", "denied": "🚫", "modified": "✏️", "expired": "⌛",
+                "blocked": "⛔"}.get(outcome.result, "•")
+        blocks.append(section(f"{icon} {escape(outcome.summary())}{who}"))
+    return blocks, f"Approval needed: {clip(card.command, 120)}"
+
+
+def prompt_message(prompt: Prompt, done_by: str | None = None,
+                   choice: str | None = None) -> tuple[Blocks, str]:
+    blocks: Blocks = [section(escape(prompt.text))]
+    if done_by:
+        blocks.append(context(f"{escape(choice or 'Answered')} by {mention(done_by)}."))
+    elif prompt.kind == "turn_limit":
+        blocks.append({"type": "actions", "block_id": f"prompt:{prompt.session_id}",
+                       "elements": [button("Extend 10 turns", EXTEND, prompt.session_id),
+                                    button("Generate RCA", RCA, prompt.session_id,
+                                           "primary")]})
+    else:
+        blocks.append({"type": "actions", "block_id": f"prompt:{prompt.session_id}",
+                       "elements": [button("Continue…", CONTINUE, prompt.session_id, "primary"),
+                                    button("Done — write the RCA", DONE, prompt.session_id)]})
+    return blocks, prompt.text
+
+
+def rca_comment(summary: RcaSummary) -> str:
+    actions = "\n".join(f"• {escape(a)}" for a in summary.actions[:5]) or "• (none given)"
+    return clip(f"*RCA for `{summary.session_id}`* — confidence *{escape(summary.confidence)}*"
+                f" · {summary.turns} turns · {summary.duration()}\n"
+                f"*Root cause:* {escape(summary.root_cause)}\n*Recommended actions:*\n{actions}",
+                3900)
+
+
+def _modal(callback_id: str, title: str, submit: str, metadata: str,
+           blocks: Blocks) -> dict[str, Any]:
+    return {"type": "modal", "callback_id": callback_id, "private_metadata": metadata,
+            "title": {"type": "plain_text", "text": title},
+            "submit": {"type": "plain_text", "text": submit},
+            "close": {"type": "plain_text", "text": "Cancel"}, "blocks": blocks}
+
+
+def _input(block_id: str, label: str, *, initial: str | None = None, optional: bool,
+           multiline: bool, hint: str | None = None) -> dict[str, Any]:
+    element: dict[str, Any] = {"type": "plain_text_input", "action_id": "value",
+                               "multiline": multiline}
+    if initial:
+        element["initial_value"] = initial[:3000]
+    block: dict[str, Any] = {"type": "input", "block_id": block_id, "optional": optional,
+                             "label": {"type": "plain_text", "text": label},
+                             "element": element}
+    if hint:
+        block["hint"] = {"type": "plain_text", "text": hint}
+    return block
+
+
+def deny_modal(approval_id: str, command: str) -> dict[str, Any]:
+    return _modal(DENY_VIEW, "Deny command", "Deny", approval_id, [
+        section(code(command, 1500)),
+        _input("reason", "Why? (optional — Ghost uses it to re-plan)", optional=True,
+               multiline=True)])
+
+
+def modify_modal(approval_id: str, command: str) -> dict[str, Any]:
+    return _modal(MODIFY_VIEW, "Modify command", "Submit edit", approval_id, [
+        _input("command", "Command", initial=command, optional=False, multiline=False,
+               hint="Re-checked by the safety gate; a second engineer must approve the edit.")])
+
+
+def continue_modal(session_id: str) -> dict[str, Any]:
+    return _modal(CONTINUE_VIEW, "Continue investigation", "Continue", session_id, [
+        _input("instruction", "Instruction for Ghost (optional)", optional=True,
+               multiline=True)])

@@ -1,0 +1,239 @@
+"""Thin bolt listeners: ack at once, then hand over to the chat layer.
+
+Every listener acknowledges before doing anything slow (Slack wants an answer within 3 s), and
+opens a modal right after the ack (a ``trigger_id`` is valid for 3 s, once). Failures are left to
+the app's one error handler (``bot/slack/app.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+
+from bot.chat.content import HELP, list_lines, status_view
+from bot.chat.decisions import Decider, DecisionRequest
+from bot.chat.runtime import ChatRuntime, NotWaiting
+from bot.slack import blocks
+from bot.slack.port import SlackPort
+from core.errors import UnknownInvestigation
+
+PLATFORM = "slack"
+MENTION = re.compile(r"<@[A-Z0-9]+>")
+
+
+class Handlers:
+    """The listeners, holding the services they hand work to."""
+
+    def __init__(self, runtime: ChatRuntime, decider: Decider, port: SlackPort) -> None:
+        self.runtime = runtime
+        self.decider = decider
+        self.port = port
+        self.store = runtime.store
+
+    def register(self, app: App) -> None:
+        app.command("/ghost")(self.slash)
+        app.action(blocks.APPROVE)(self.approve)
+        app.action(blocks.DENY)(self.open_deny)
+        app.action(blocks.MODIFY)(self.open_modify)
+        app.view(blocks.DENY_VIEW)(self.submit_deny)
+        app.view(blocks.MODIFY_VIEW)(self.submit_modify)
+        app.action(blocks.CONTINUE)(self.open_continue)
+        app.view(blocks.CONTINUE_VIEW)(self.submit_continue)
+        app.action(blocks.DONE)(self.prompt_button)
+        app.action(blocks.EXTEND)(self.prompt_button)
+        app.action(blocks.RCA)(self.prompt_button)
+        app.event("app_mention")(self.mention)
+
+    # ------------------------------------------------------------------ /ghost
+    def slash(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:
+        text = str(body.get("text") or "").strip()
+        verb, _, rest = text.partition(" ")
+        verb, rest = verb.lower(), rest.strip()
+        user, channel = str(body["user_id"]), str(body["channel_id"])
+        if verb in ("", "help"):
+            ack(text=HELP)
+        elif verb == "list":  # ack first: the database may be busy with workers
+            ack()
+            respond(text="\n".join(list_lines(self.store.list_investigations(limit=10))),
+                    response_type="ephemeral")
+        elif verb == "status":
+            ack()
+            respond(text=self._status_text(rest), response_type="ephemeral")
+        elif verb == "investigate":
+            if not rest:
+                ack(text="Tell me the symptom: `/ghost investigate web-01 cannot reach "
+                         "redis on 6379`")
+                return
+            ack(text=f"🔎 Starting an investigation of: {rest[:200]}")
+            sid = self.runtime.start(platform=PLATFORM, channel=channel, user=user,
+                                     symptom=rest)
+            self.runtime.kick()
+            respond(text=f"Investigation `{sid}` is running in the thread Ghost just posted.",
+                    response_type="ephemeral")
+        elif verb in ("cancel", "resume"):
+            if not rest:
+                ack(text=f"Which one? `/ghost {verb} SID` (see `/ghost list`).")
+                return
+            ack()
+            sid = rest.split()[0]
+            try:
+                if verb == "cancel":
+                    closed = self.runtime.cancel(sid, user)
+                    note = f" {closed} pending approval(s) closed." if closed else ""
+                    respond(text=f"Cancelled `{sid}`.{note}", response_type="ephemeral")
+                else:
+                    self.runtime.resume(sid)
+                    self.runtime.kick()
+                    respond(text=f"Resuming `{sid}` in its thread.", response_type="ephemeral")
+            except (NotWaiting, UnknownInvestigation) as exc:
+                respond(text=str(exc), response_type="ephemeral")
+        else:
+            ack(text=f"I don't know `{verb}`.\n{HELP}")
+
+    def _status_text(self, sid: str) -> str:
+        if sid:
+            try:
+                inv = self.store.get_investigation(sid)
+            except UnknownInvestigation:
+                return f"No investigation `{sid}`. `/ghost list` shows recent ones."
+        else:
+            recent = self.store.list_investigations(limit=1)
+            if not recent:
+                return "No investigations yet."
+            inv = recent[0]
+        view = status_view(inv)
+        hyps = "; ".join(f"{h.id} {h.state}" for h in view.hypotheses) or "none yet"
+        return (f"`{view.session_id}` — {view.phase}. Turn {view.turn}/{view.max_turns}, "
+                f"denials {view.denials}, hypotheses: {hyps}.")
+
+    # ------------------------------------------------------------------ approvals
+    def approve(self, ack: Ack, body: dict[str, Any]) -> None:
+        ack()
+        self._decide(body, DecisionRequest(_value(body), _user(body), "approve"))
+
+    def open_deny(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        ack()
+        self._open_decision_modal(body, client, blocks.deny_modal)
+
+    def open_modify(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        ack()
+        self._open_decision_modal(body, client, blocks.modify_modal)
+
+    def _open_decision_modal(self, body: dict[str, Any], client: WebClient, build: Any) -> None:
+        approval_id, user = _value(body), _user(body)
+        refusal = self.decider.check(approval_id, user)
+        if refusal is not None:
+            self._tell(approval_id, user, refusal.message, body)
+            return
+        approval = self.store.get_approval(approval_id)
+        client.views_open(trigger_id=body["trigger_id"],
+                          view=build(approval_id, approval.command))
+
+    def submit_deny(self, ack: Ack, body: dict[str, Any]) -> None:
+        ack()
+        reason = _field(body, "reason")
+        self._decide(body, DecisionRequest(_metadata(body), _user(body), "deny", reason=reason))
+
+    def submit_modify(self, ack: Ack, body: dict[str, Any]) -> None:
+        command = (_field(body, "command") or "").strip()
+        if not command:
+            ack(response_action="errors", errors={"command": "Enter the command to run."})
+            return
+        ack()
+        self._decide(body, DecisionRequest(_metadata(body), _user(body), "modify",
+                                           new_command=command))
+
+    def _decide(self, body: dict[str, Any], request: DecisionRequest) -> None:
+        result = self.decider.decide(request)
+        if result.ok:
+            self.runtime.close_card(request.approval_id, result.outcome)
+            self.runtime.kick()
+        else:
+            self._tell(request.approval_id, request.actor, result.message, body)
+
+    def _tell(self, approval_id: str, user: str, text: str, body: dict[str, Any]) -> None:
+        approval = self.store.get_approval(approval_id)
+        ref = (approval.message_ref if approval is not None else None) or {}
+        channel = ref.get("channel") or (body.get("channel") or {}).get("id")
+        if channel:
+            self.port.tell(str(channel), user, text, ref.get("thread_ts"))
+
+    # ------------------------------------------------------------------ prompts
+    def open_continue(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        ack()
+        client.views_open(trigger_id=body["trigger_id"],
+                          view=blocks.continue_modal(_value(body)))
+
+    def submit_continue(self, ack: Ack, body: dict[str, Any]) -> None:
+        ack()
+        sid, user = _metadata(body), _user(body)
+        self._answer(sid, user, "Continued", lambda: self.runtime.instruct(
+            sid, _field(body, "instruction") or "Continue."), None, "awaiting_user")
+
+    def prompt_button(self, ack: Ack, body: dict[str, Any]) -> None:
+        ack()
+        action = body["actions"][0]["action_id"]
+        sid, user = _value(body), _user(body)
+        if action == blocks.EXTEND:
+            self._answer(sid, user, "Extended by 10 turns", lambda: self.runtime.extend(sid),
+                         body, "turn_limit")
+        else:
+            kind = "turn_limit" if action == blocks.RCA else "awaiting_user"
+            self._answer(sid, user, "Done — writing the RCA", lambda: self.runtime.finish(sid),
+                         body, kind)
+
+    def _answer(self, sid: str, user: str, label: str, run: Any,
+                body: dict[str, Any] | None, kind: str) -> None:
+        inv = self.store.get_investigation(sid)
+        try:
+            run()
+        except NotWaiting as exc:
+            self.port.tell(str(inv.channel_ref), user, str(exc), inv.thread_ref)
+            return
+        self.runtime.kick()
+        message = (body or {}).get("container") or {}
+        if message.get("message_ts") and message.get("channel_id"):
+            content = blocks.prompt_message(self.runtime.prompt(sid, kind), user, label)
+            self.port.client.chat_update(channel=message["channel_id"],
+                                         ts=message["message_ts"], blocks=content[0],
+                                         text=content[1])
+
+    # ------------------------------------------------------------------ @ghost
+    def mention(self, event: dict[str, Any], say: Any) -> None:
+        channel, user = str(event.get("channel")), str(event.get("user"))
+        thread = event.get("thread_ts")
+        text = MENTION.sub("", str(event.get("text") or "")).strip()
+        inv = self.store.find_by_thread(PLATFORM, channel, str(thread)) if thread else None
+        if inv is None:
+            say(text="Start an investigation with `/ghost investigate <symptom>`; inside its "
+                     "thread, mention me with instructions.", thread_ts=event.get("ts"))
+            return
+        try:
+            self.runtime.instruct(inv.session_id, text or "Continue.")
+        except NotWaiting as exc:
+            self.port.tell(channel, user, f"{exc} I'll ask in this thread when I need you.",
+                           str(thread))
+            return
+        self.runtime.kick()
+        self.port.tell(channel, user, "Got it — continuing with your instruction.", str(thread))
+
+
+def _user(body: dict[str, Any]) -> str:
+    return str(body["user"]["id"])
+
+
+def _value(body: dict[str, Any]) -> str:
+    return str(body["actions"][0]["value"])
+
+
+def _metadata(body: dict[str, Any]) -> str:
+    return str(body["view"]["private_metadata"])
+
+
+def _field(body: dict[str, Any], block_id: str) -> str | None:
+    values = body["view"]["state"]["values"].get(block_id) or {}
+    value = (values.get("value") or {}).get("value")
+    return str(value) if value is not None else None
