@@ -25,6 +25,7 @@ from core.engine.ports import EngineStore, Notifier, NullNotifier, Orchestrator,
 from core.engine.prompt import build_system_prompt
 from core.engine.tools import TOOL_DECLARATIONS
 from core.errors import GhostError
+from core.safety.redact import redact
 from core.safety.responses import response_from_record
 from core.session_state import iso_utc, utc_now
 
@@ -263,7 +264,10 @@ class Engine:
         if call["name"] != "run_shell_cmd":
             return None
         since = int(pending["in_flight"]["audit_count"])
-        newer = self.store.audit_records(sid)[since:]
+        # records of this call only: another writer (an orphan cleanup) may share the log
+        command = redact(str((call.get("args") or {}).get("command") or ""))
+        newer = [r for r in self.store.audit_records(sid)[since:]
+                 if r.get("command") == command]
         outcomes = [r for r in newer if r.get("kind") == "command"]
         if outcomes:
             return response_from_record(outcomes[-1])

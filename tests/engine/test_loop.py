@@ -312,3 +312,30 @@ def test_storage_auth_mode_is_forwarded_and_the_shell_is_shared(store: Store,
     rig.engine.advance(sid)
     assert orch.requests[0]["parameters"]["storage_auth_mode"] == "key"
     assert seen and all(s is shells[sid] for s in seen)
+
+
+def test_crash_recovery_ignores_other_writers_records(store: Store, tmp_path: Path) -> None:
+    """A cleanup's `rm` record in the same log is not taken as the in-flight call's outcome."""
+    brain = FakeBrain(reply(call("run_shell_cmd", command="ss -tln", reasoning="x")),
+                      reply(DONE))
+    rig = Rig(store, tmp_path, brain)
+    sid = rig.start()
+    inv = store.get_investigation(sid)
+    store.append_turn(sid, "model", brain.replies.popleft().content)
+    before = len(store.audit_records(sid))
+    store.append_audit(sid, {"kind": "command", "command": "rm /tmp/captures/ghost_old.pcap",
+                             "status": "completed", "exit_code": 0, "action": "user_approved",
+                             "classification": "RISKY", "environment": "local"})
+    engine_state = dict(inv.engine_state or {}) | {"phase": "dispatch", "pending": {
+        "calls": [{"name": "run_shell_cmd", "args": {"command": "ss -tln", "reasoning": "x"},
+                   "id": None}],
+        "responses": [], "waiting": None, "in_flight": {"index": 0, "audit_count": before}}}
+    store.save_state(sid, inv.state | {"turn_count": 1}, engine_state=engine_state)
+    fresh = rig.make_engine()
+    fresh.mark_resumed(sid)
+    assert fresh.advance(sid).kind == "completed"
+    [resp] = brain.function_responses(0)
+    assert resp["response"]["status"] == "completed" and "rm " not in str(resp["response"])
+    ran = [r for r in store.audit_records(sid) if r["kind"] == "command"
+           and r["command"] == "ss -tln"]
+    assert len(ran) == 1  # it never started before the crash, so it ran now, once
