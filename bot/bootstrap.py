@@ -184,9 +184,13 @@ def build_chat_engine(
         rca_writer=_rca_writer(settings), notifier=notifier,
         audit_dir=str(settings.audit_dir), sleep=_sleep,
     )
-    return ChatRuntime(store=store, engine=engine, notifier=notifier, port_for=port_for,
-                       shell_for=shell_for, policy=policy, model=settings.model,
-                       audit_dir=str(settings.audit_dir))
+    runtime = ChatRuntime(store=store, engine=engine, notifier=notifier, port_for=port_for,
+                          shell_for=shell_for, policy=policy, model=settings.model,
+                          audit_dir=str(settings.audit_dir))
+    # the orphan report: a fresh orchestrator each time (scanning runs once per instance)
+    runtime.orphans.orchestrator_for = lambda sid, scan: build_orchestrator(
+        settings, store, shell_for(sid), sid, scan_orphans=scan)
+    return runtime
 
 
 def _sleep(seconds: float) -> None:

@@ -9,7 +9,9 @@ Jobs:
 - ``expire_approvals``: pending approvals past their expiry are closed (the model is told the
   command did not run), their cards updated, their investigations requeued;
 - ``reconcile``: an investigation waiting on an approval that is no longer pending (the process
-  that recorded the click died before requeueing it) is requeued;
+  that recorded the click died before requeueing it) is requeued; an RCA whose upload never
+  started is uploaded, one whose upload was cut short is reported in its thread, and an orphan
+  cleanup whose approval was decided is continued (``ChatRuntime.reconcile_chat``);
 - ``sweep``: old retry-dedup keys and half-written RCA files are removed.
 """
 
@@ -41,7 +43,8 @@ class PeriodicJobs:
     def __init__(self, *, store: Any, shell_for: Callable[[str], Any],
                  close_card: Callable[[str, DecisionOutcome | None], None], owner: str,
                  audit_dir: Path, clock: Callable[[], datetime],
-                 event_retention: timedelta = timedelta(days=1)) -> None:
+                 event_retention: timedelta = timedelta(days=1),
+                 reconcile_chat: Callable[[datetime], int] | None = None) -> None:
         self.store = store
         self.shell_for = shell_for
         self.close_card = close_card
@@ -49,6 +52,7 @@ class PeriodicJobs:
         self.audit_dir = audit_dir
         self.clock = clock
         self.event_retention = event_retention
+        self.reconcile_chat = reconcile_chat
 
     def specs(self) -> list[JobSpec]:
         return [JobSpec("expire_approvals", 30, self.expire_approvals),
@@ -87,6 +91,8 @@ class PeriodicJobs:
             if approval is not None and approval.status != "pending":
                 if self.store.requeue(inv.session_id, from_statuses=("awaiting_approval",)):
                     count += 1
+        if self.reconcile_chat is not None:
+            count += self.reconcile_chat(self.clock())
         return count
 
     def sweep(self) -> int:

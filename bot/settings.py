@@ -118,6 +118,52 @@ class Settings(BaseSettings):
     slack_post_interval_s: float = Field(
         default=1.0, description="Minimum seconds between Ghost's posts in one channel.")
 
+    # ---------------------------------------------------------------- chat (Teams)
+    teams_app_id: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MicrosoftAppId", "MICROSOFT_APP_ID", "GHOST_TEAMS_APP_ID"),
+        description="The Azure Bot's Microsoft App ID; set it to serve Teams on /api/messages.",
+    )
+    teams_app_password: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MicrosoftAppPassword", "MICROSOFT_APP_PASSWORD",
+                                      "GHOST_TEAMS_APP_PASSWORD"),
+        description="The app's client secret, a secret (not used with UserAssignedMSI).",
+    )
+    teams_app_type: str = Field(
+        default="MultiTenant",
+        validation_alias=AliasChoices("MicrosoftAppType", "MICROSOFT_APP_TYPE",
+                                      "GHOST_TEAMS_APP_TYPE"),
+        description="MultiTenant, SingleTenant or UserAssignedMSI (managed identity).",
+    )
+    teams_app_tenant_id: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MicrosoftAppTenantId", "MICROSOFT_APP_TENANT_ID",
+                                      "GHOST_TEAMS_APP_TENANT_ID"),
+        description="The Entra ID tenant (SingleTenant and UserAssignedMSI).",
+    )
+    teams_port: int = Field(default=3978, description="HTTP port of the Teams endpoint.")
+    teams_approvers_csv: str = Field(
+        default="", validation_alias=AliasChoices("GHOST_TEAMS_APPROVERS"),
+        description="Comma-separated Entra ID object ids of users and groups who may decide "
+        "approvals in Teams. Empty: anyone who can see the card in the investigation's channel "
+        "except the requester.",
+    )
+    graph_url: str = Field(
+        default="https://graph.microsoft.com",
+        description="Microsoft Graph endpoint, for Entra ID group membership of Teams approvers "
+        "(sovereign clouds: e.g. https://graph.microsoft.us).",
+    )
+
+    @property
+    def teams_approvers(self) -> frozenset[str]:
+        return frozenset(a.strip() for a in self.teams_approvers_csv.split(",") if a.strip())
+
+    @property
+    def teams_configured(self) -> bool:
+        """An app id (with a password, or a managed identity) turns the Teams endpoint on."""
+        return bool(self.teams_app_id)
+
     @property
     def approvers(self) -> frozenset[str]:
         return frozenset(a.strip() for a in self.approvers_csv.split(",") if a.strip())

@@ -4,6 +4,9 @@ A worker claims a runnable investigation with a lease (``claim_next``), renews t
 works, advances the engine until a human is needed, posts the follow-up, and lets go. A worker
 that dies stops renewing; once its lease lapses another worker claims the investigation, closes
 any command that was running as ``interrupted`` (never re-run), and carries on.
+
+``/ghost cancel`` wins over a step in progress: the store never moves a cancelled investigation
+back to running, and the engine stops at its next save (``InvestigationCancelled``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from bot.chat.notifier import InvestigationCancelled
 from core.engine.loop import Engine, Outcome
 
 log = logging.getLogger(__name__)
@@ -31,7 +35,8 @@ class Worker:
     def __init__(self, *, store: Any, engine: Engine, shell_for: Callable[[str], Any],
                  after: Callable[[str, Outcome], None],
                  failed: Callable[[str, BaseException], None],
-                 owner: str | None = None, lease_seconds: float = 60.0) -> None:
+                 owner: str | None = None, lease_seconds: float = 60.0,
+                 before: Callable[[str], None] | None = None) -> None:
         self.store = store
         self.engine = engine
         self.shell_for = shell_for
@@ -39,6 +44,8 @@ class Worker:
         self.failed = failed
         self.owner = owner or worker_id()
         self.lease_seconds = lease_seconds
+        #: runs under the lease before each advance (the chat's orphan report)
+        self.before = before
         self._wake = threading.Event()
 
     def wake(self) -> None:
@@ -68,8 +75,12 @@ class Worker:
         try:
             # a previous owner may have died mid-command: close it, never re-run it
             self.shell_for(session_id).recover_interrupted()
+            if self.before is not None:
+                self.before(session_id)
             outcome = self._advance(session_id)
             self.after(session_id, outcome)
+        except InvestigationCancelled:  # /ghost cancel won mid-step: the step is saved
+            log.info("investigation %s was cancelled while a worker advanced it", session_id)
         except Exception as exc:  # noqa: BLE001 - one investigation's failure is not the worker's
             log.exception("investigation %s failed", session_id)
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -202,7 +203,9 @@ class InvestigationRepo:
             row.checksum = compute_checksum(body)
             row.version += 1
             row.updated_at = self.clock()
-            if status is not None:
+            if status is not None and not (row.status == "cancelled" and status != "cancelled"):
+                # a cancel wins over a worker finishing its step: only set_status (an explicit
+                # /ghost resume) moves a cancelled investigation on; the step's state is kept
                 row.status = status
             if engine_state is not None:
                 row.engine_state = dict(engine_state)
@@ -318,6 +321,20 @@ class InvestigationRepo:
             merged = {**(row.conversation_ref or {}), **dict(changes)}
             row.conversation_ref = merged
             return merged
+
+    def change_conversation_ref(self, session_id: str,
+                                change: Callable[[dict[str, Any]], Any]) -> Any:
+        """Read-modify-write the chat bookkeeping under the row lock; ``change`` edits the
+        dict in place and its return value is returned (a compare-and-set, a queue pop)."""
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            row = s.get(Investigation, session_id, with_for_update=True)
+            if row is None:
+                raise UnknownInvestigation(session_id)
+            ref = copy.deepcopy(dict(row.conversation_ref or {}))
+            result = change(ref)
+            row.conversation_ref = ref
+            return result
 
     def requeue(self, session_id: str, *, from_statuses: tuple[str, ...]) -> bool:
         """Make an investigation runnable again if it is in one of ``from_statuses``."""

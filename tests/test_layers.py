@@ -73,3 +73,17 @@ def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     bad = tmp_path / "x.py"
     bad.write_text("import subprocess\nfrom sqlalchemy import text\nfrom bot import cli\n")
     assert _imports(bad) == ["subprocess", "sqlalchemy", "bot"]
+
+
+def test_botbuilder_is_imported_only_under_bot_teams() -> None:
+    """botbuilder-python is in maintenance: the move to the Microsoft 365 Agents SDK must stay
+    a change to ``bot/teams/`` alone."""
+    bad = []
+    for package in PROJECT:
+        for path in _sources(package):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith("bot/teams/"):
+                continue
+            bad += [f"{rel} imports {name}" for name in _imports(path)
+                    if name.split(".")[0] in ("botbuilder", "botframework")]
+    assert not bad, "\n".join(bad)

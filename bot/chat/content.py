@@ -95,6 +95,8 @@ class StatusView:
     hypotheses: tuple[Hypothesis, ...] = ()
     tasks: tuple[str, ...] = ()
     denials: int = 0
+    #: captures' progress (task id, state, polls), from ``capture_lines``
+    captures: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """Equal fingerprints mean an edit would change nothing (so none is sent)."""
@@ -249,6 +251,48 @@ def task_line(name: str, result: Mapping[str, Any]) -> str:
     return f"Capture {task}: {state}" + (f" — {message}" if message else "") + f" ({name})"
 
 
+CAPTURE_DONE = ("COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED", "DONE", "ABANDONED")
+
+
+def record_capture(ref: dict[str, Any], name: str, result: Mapping[str, Any]) -> list[str]:
+    """Fold a capture tool's result into ``ref["captures"]`` (edited in place); return the task
+    ids that have just reached a final state (worth one line in the thread)."""
+    captures: dict[str, Any] = ref.setdefault("captures", {})
+    finished: list[str] = []
+    nested = result.get("tasks")
+    for item in nested if isinstance(nested, list) and nested else [result]:
+        task_id = item.get("task_id") if isinstance(item, Mapping) else None
+        if not task_id:
+            continue
+        entry = captures.setdefault(str(task_id), {"state": "", "checks": 0})
+        previous = entry.get("state")
+        entry["state"] = str(item.get("state") or item.get("status") or "?")
+        if name == "check_task":
+            entry["checks"] = int(entry.get("checks") or 0) + 1
+        if item.get("poll_count") is not None:
+            entry["polls"] = int(item["poll_count"])
+            entry["max_polls"] = item.get("max_polls")
+        if entry["state"] in CAPTURE_DONE and previous not in CAPTURE_DONE:
+            finished.append(str(task_id))
+    return finished
+
+
+def capture_lines(ref: Mapping[str, Any] | None, limit: int = 6) -> tuple[str, ...]:
+    """One line per capture for the status message: task id, state, poll count."""
+    captures = (ref or {}).get("captures") or {}
+    lines = []
+    for task_id, entry in list(captures.items())[-limit:]:
+        polls, state = entry.get("polls"), entry.get("state")
+        if polls is None:
+            polled = f"checked {int(entry.get('checks') or 0)}×"
+        elif state in CAPTURE_DONE or not entry.get("max_polls"):
+            polled = f"{polls} poll(s)"
+        else:
+            polled = f"poll {polls}/{entry['max_polls']}"
+        lines.append(f"`{task_id}` {entry.get('state') or '?'} · {polled}")
+    return tuple(lines)
+
+
 @dataclass(frozen=True)
 class Prompt:
     """Ghost needs a person: after a text-only answer, or at the turn limit."""
@@ -315,3 +359,10 @@ def unexpected_failure(session_id: str, detail: str) -> str:
     return (f"Ghost hit an error it did not expect: {detail}. Everything so far is saved; "
             f"`/ghost resume {session_id}` tries again. If it keeps failing, check the worker's "
             "log for this session id.")
+
+
+def rca_interrupted(session_id: str) -> str:
+    return (f"The upload of the RCA (`ghost_rca_{session_id}.md`) was interrupted — Ghost "
+            "restarted or Slack did not answer. If the file is not in this thread, run "
+            f"`/ghost resume {session_id}` to upload it again. The report is also saved in "
+            "Ghost's audit directory.")

@@ -10,18 +10,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from bot.chat.content import (
     approval_card,
+    capture_lines,
     command_line,
+    record_capture,
     status_view,
     task_line,
 )
 from bot.chat.ports import ChatPort
+from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy, ApprovalRequest, Decision
 
 log = logging.getLogger(__name__)
+
+
+class InvestigationCancelled(GhostError):
+    """``/ghost cancel`` won the race with a worker's step; the worker stops quietly."""
 
 
 class ChatApprover:
@@ -63,8 +71,14 @@ class ChatNotifier:
         inv, port = where
         if name == "run_shell_cmd":
             port.post_command(inv, command_line(args, result))
-        else:
+            return
+        # captures: progress goes into the status message; the thread gets a line only for an
+        # error or a capture reaching its final state, not one per poll
+        finished = self.store.change_conversation_ref(
+            session_id, lambda ref: record_capture(ref, name, result))
+        if not result.get("task_id") or finished:
             port.post_text(inv, task_line(name, result))
+        self.refresh_status(session_id)
 
     def approval_pending(self, session_id: str, name: str, args: Mapping[str, Any],
                          result: Mapping[str, Any]) -> None:
@@ -88,14 +102,18 @@ class ChatNotifier:
 
     def state_changed(self, session_id: str, state: Mapping[str, Any],
                       engine_state: Mapping[str, Any]) -> None:
+        """After every save. A cancel that arrived mid-step stops the engine here: the step is
+        saved (the store keeps ``cancelled``), and nothing more runs."""
         self.refresh_status(session_id)
+        if self.store.get_investigation(session_id).status == "cancelled":
+            raise InvestigationCancelled(f"Investigation {session_id} was cancelled.")
 
     def refresh_status(self, session_id: str) -> None:
         where = self._where(session_id)
         if where is None:
             return
         inv, port = where
-        view = status_view(inv)
+        view = replace(status_view(inv), captures=capture_lines(inv.conversation_ref))
         if self._shown.get(session_id) == view.fingerprint():
             return
         port.update_status(inv, view)

@@ -53,7 +53,9 @@ class ChatPort(Protocol):
     def post_prompt(self, thread: Thread, prompt: Prompt) -> None: ...
 
     def post_rca(self, thread: Thread, filename: str, markdown: str,
-                 summary: RcaSummary) -> None: ...
+                 summary: RcaSummary) -> str | None:
+        """Upload the RCA into the thread; the platform's file id when it has one."""
+        ...
 
     def tell(self, channel: str, user: str, text: str, thread_ref: str | None = None) -> None:
         """Tell one person only (a refusal, "already decided by …")."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.chat.content import (
@@ -18,15 +19,18 @@ from bot.chat.content import (
     approval_card,
     brain_failure,
     prompt_for,
+    rca_interrupted,
     rca_summary,
     status_view,
     unexpected_failure,
 )
-from bot.chat.notifier import ChatNotifier
+from bot.chat.notifier import ChatNotifier, InvestigationCancelled
+from bot.chat.orphans import OrphanDesk
 from bot.chat.ports import ChatPort
 from core.engine.loop import Engine, Outcome
 from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy, Decision
+from core.session_state import iso_utc, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,26 @@ class ChatRuntime:
         self.audit_dir = audit_dir
         #: Called when something became runnable: wakes an in-process worker at once.
         self.kick: Callable[[], None] = lambda: None
+        #: The orphan report in the thread; ``build_chat_engine`` gives it an orchestrator.
+        self.orphans = OrphanDesk(store, port_for, notifier)
+
+    def before_advance(self, session_id: str) -> None:
+        """A worker holds the lease and is about to advance: the orphan report (once), and
+        leftovers of an orphan cleanup into ``manual_cleanup_pending``. Never fatal."""
+        try:
+            self.orphans.scan(session_id)
+            self.orphans.merge_manual(session_id)
+        except Exception:  # noqa: BLE001 - the investigation matters more than the report
+            log.exception("orphan report of %s failed", session_id)
+
+    def reconcile_chat(self, now: datetime) -> int:
+        """The periodic catch-up: RCA uploads (``reconcile_rca``) and orphan cleanups whose
+        approval was decided but not continued (the clicking process died, or it expired)."""
+        count = self.reconcile_rca(now)
+        for inv in self.store.list_investigations(limit=200):
+            if ((inv.conversation_ref or {}).get("orphans") or {}).get("waiting"):
+                count += self.orphans.continue_waiting(inv.session_id)
+        return count
 
     def _port(self, platform: str) -> ChatPort:
         port = self.port_for(platform)
@@ -76,8 +100,18 @@ class ChatRuntime:
         self.notifier.refresh_status(inv.session_id)
         return str(inv.session_id)
 
-    def instruct(self, session_id: str, text: str) -> None:
+    def _live(self, session_id: str) -> Any:
         inv = self.store.get_investigation(session_id)
+        if inv.status == "completed":
+            raise NotWaiting(f"Investigation {session_id} is finished and not waiting for "
+                             "anything; its RCA is in the thread.")
+        if inv.status == "cancelled":
+            raise NotWaiting(f"Investigation {session_id} was cancelled and is not waiting; "
+                             f"`/ghost resume {session_id}` picks it up again.")
+        return inv
+
+    def instruct(self, session_id: str, text: str) -> None:
+        inv = self._live(session_id)
         phase = (inv.engine_state or {}).get("phase")
         if phase != "awaiting_user":
             raise NotWaiting(f"Investigation {session_id} is not waiting for an instruction "
@@ -86,15 +120,46 @@ class ChatRuntime:
         self.store.set_status(session_id, "queued")
         self.notifier.refresh_status(session_id)
 
-    def finish(self, session_id: str) -> None:
+    def queue_instruction(self, session_id: str, user: str, text: str) -> int:
+        """Keep an instruction that came while Ghost was busy; it is sent as the next user
+        turn once Ghost waits for one. Stored in the database; returns how many wait."""
+        item = {"user": user, "text": text}
+
+        def push(ref: dict[str, Any]) -> int:
+            queue = ref.setdefault("queued_instructions", [])
+            queue.append(item)
+            return len(queue)
+
+        return int(self.store.change_conversation_ref(session_id, push))
+
+    def deliver_queued(self, session_id: str) -> list[dict[str, Any]]:
+        """Send the queued instructions if Ghost waits for one; what was sent (or nothing)."""
         inv = self.store.get_investigation(session_id)
+        if inv.status in ("cancelled", "completed") or \
+                (inv.engine_state or {}).get("phase") != "awaiting_user" or \
+                not (inv.conversation_ref or {}).get("queued_instructions"):
+            return []
+        taken: list[dict[str, Any]] = self.store.change_conversation_ref(
+            session_id, lambda ref: ref.pop("queued_instructions", None) or [])
+        if not taken:
+            return []  # another process delivered them
+        try:
+            self.instruct(session_id, "\n\n".join(str(i["text"]) for i in taken))
+        except NotWaiting:  # someone answered in between: keep them for the next time
+            self.store.change_conversation_ref(session_id, lambda ref: ref.__setitem__(
+                "queued_instructions", taken + list(ref.get("queued_instructions") or [])))
+            return []
+        return taken
+
+    def finish(self, session_id: str) -> None:
+        inv = self._live(session_id)
         if (inv.engine_state or {}).get("phase") not in ("awaiting_user", "turn_limit"):
             raise NotWaiting(f"Investigation {session_id} is not waiting for Done right now.")
         self.engine.finish(session_id)
         self.store.set_status(session_id, "queued")
 
     def extend(self, session_id: str) -> None:
-        inv = self.store.get_investigation(session_id)
+        inv = self._live(session_id)
         if (inv.engine_state or {}).get("phase") != "turn_limit":
             raise NotWaiting(f"Investigation {session_id} is not at its turn limit.")
         self.engine.extend(session_id)
@@ -116,16 +181,28 @@ class ChatRuntime:
         self.notifier.refresh_status(session_id)
         return closed
 
-    def resume(self, session_id: str) -> None:
+    def resume(self, session_id: str) -> str:
+        """Make it runnable again; for a finished one whose RCA upload was not confirmed,
+        upload the RCA again (the person asked for it). What happened, in one line."""
         inv = self.store.get_investigation(session_id)
         if inv.status == "completed":
-            raise NotWaiting(f"Investigation {session_id} is finished; its RCA is in the "
-                             "thread.")
-        self.engine.mark_resumed(session_id)
+            if (inv.conversation_ref or {}).get("rca_posted") or not inv.rca_markdown:
+                raise NotWaiting(f"Investigation {session_id} is finished; its RCA is in the "
+                                 "thread.")
+            self.store.change_conversation_ref(session_id,
+                                               lambda ref: ref.pop("rca_upload", None))
+            if self.post_rca_once(session_id):
+                return f"Uploaded the RCA of `{session_id}` into its thread again."
+            raise NotWaiting(f"The RCA of `{session_id}` is being uploaded already.")
+        try:
+            self.engine.mark_resumed(session_id)
+        except InvestigationCancelled:  # saved; a resumed cancel moves on just below
+            pass
         phase = (self.store.get_investigation(session_id).engine_state or {}).get("phase")
         if phase in ("awaiting_user", "turn_limit"):  # ask again in the thread
             self.store.update_conversation_ref(session_id, {"prompted": None})
         self.store.set_status(session_id, "queued")
+        return f"Resuming `{session_id}` in its thread."
 
     def close_card(self, approval_id: str, outcome: DecisionOutcome | None = None) -> None:
         """Replace a decided card's buttons by its outcome, for everyone."""
@@ -148,24 +225,104 @@ class ChatRuntime:
         if port is None:
             return
         ref = inv.conversation_ref or {}
+        if outcome.kind == "awaiting_user" and ref.get("queued_instructions"):
+            taken = self.deliver_queued(session_id)
+            if taken:
+                port.post_text(inv, f"Sending Ghost the {len(taken)} instruction(s) left "
+                                    "in this thread while it was busy.")
+                self.notifier.refresh_status(session_id)
+                self.kick()
+                return
         if outcome.kind in ("awaiting_user", "turn_limit"):
             key = f"{outcome.kind}:{inv.state.get('turn_count')}"
             if ref.get("prompted") != key:
                 max_turns = int((inv.engine_state or {}).get("max_turns") or 50)
                 port.post_prompt(inv, prompt_for(outcome.kind, session_id, max_turns))
                 self.store.update_conversation_ref(session_id, {"prompted": key})
-        elif outcome.kind == "completed" and not ref.get("rca_posted") and inv.rca_markdown:
-            port.post_rca(inv, f"ghost_rca_{session_id}.md", inv.rca_markdown,
-                          rca_summary(inv))
-            self.store.update_conversation_ref(session_id, {"rca_posted": True})
+        elif outcome.kind == "completed":
+            self.post_rca_once(session_id)
         self.notifier.refresh_status(session_id)
+
+    def post_rca_once(self, session_id: str) -> bool:
+        """Upload the RCA unless an upload was already claimed: at most once on its own.
+
+        The claim (``rca_upload``) is a compare-and-set on the row before the upload; the file
+        id and ``rca_posted`` are recorded after it. A crash in between leaves the claim, so no
+        process uploads again by itself; ``reconcile_rca`` then says so in the thread and
+        ``/ghost resume SID`` uploads again (see docs/slack.md).
+        """
+        inv = self.store.get_investigation(session_id)
+        port = self.port_for(inv.platform)
+        if port is None or inv.status != "completed" or not inv.rca_markdown:
+            return False
+        at = iso_utc(utc_now())
+
+        def claim(ref: dict[str, Any]) -> bool:
+            if ref.get("rca_posted") or ref.get("rca_upload"):
+                return False
+            ref["rca_upload"] = {"state": "uploading", "at": at}
+            return True
+
+        if not self.store.change_conversation_ref(session_id, claim):
+            return False
+        try:
+            file_id = port.post_rca(inv, f"ghost_rca_{session_id}.md", inv.rca_markdown,
+                                    rca_summary(inv))
+        except Exception:  # noqa: BLE001 - unknown whether it arrived: say so, do not repeat
+            log.exception("RCA upload of %s failed", session_id)
+            self._mark_rca_interrupted(session_id, inv, port, "uploading")
+            return False
+        self.store.update_conversation_ref(session_id, {
+            "rca_upload": {"state": "posted", "at": at, "file_id": file_id},
+            "rca_posted": True})
+        return True
+
+    def reconcile_rca(self, now: datetime, stale_after: timedelta = timedelta(minutes=10)
+                      ) -> int:
+        """The periodic check: an RCA nobody started uploading (a crash right after the
+        investigation finished) is uploaded; an upload claimed long ago and never confirmed
+        (a crash mid-upload) is reported in the thread with the retry command, once."""
+        count = 0
+        for inv in self.store.list_investigations(statuses=("completed",), limit=200):
+            ref = inv.conversation_ref or {}
+            upload = ref.get("rca_upload") or {}
+            if ref.get("rca_posted") or not inv.rca_markdown:
+                continue
+            if not upload:
+                count += int(self.post_rca_once(inv.session_id))
+            elif upload.get("state") == "uploading" and \
+                    str(upload.get("at") or "") < iso_utc(now - stale_after):
+                port = self.port_for(inv.platform)
+                if port is not None:
+                    count += int(self._mark_rca_interrupted(inv.session_id, inv, port,
+                                                            "uploading"))
+        return count
+
+    def _mark_rca_interrupted(self, session_id: str, inv: Any, port: ChatPort,
+                              expected: str) -> bool:
+        def swap(ref: dict[str, Any]) -> bool:
+            upload = ref.get("rca_upload") or {}
+            if upload.get("state") != expected:
+                return False
+            ref["rca_upload"] = {**upload, "state": "interrupted"}
+            return True
+
+        if not self.store.change_conversation_ref(session_id, swap):
+            return False
+        try:
+            port.post_text(inv, rca_interrupted(session_id))
+        except Exception:  # noqa: BLE001 - the chat may be down; the log has it
+            log.exception("could not report the interrupted RCA upload of %s", session_id)
+        return True
 
     def failed(self, session_id: str, error: BaseException) -> None:
         """Tell the thread what went wrong and what to do; the investigation is saved."""
         from core.engine.loop import BrainUnavailable
 
-        self.store.set_status(session_id, "failed")
         inv = self.store.get_investigation(session_id)
+        if inv.status == "cancelled":  # the cancel stands; nothing to report
+            return
+        self.store.set_status(session_id, "failed")
         port = self.port_for(inv.platform)
         if isinstance(error, BrainUnavailable):
             text = brain_failure(session_id, error.message)

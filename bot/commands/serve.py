@@ -52,13 +52,14 @@ def _background(services: Any, settings: Settings, stop: threading.Event, *,
     owner = worker_id("serve" if run_worker else "web")
     jobs = PeriodicJobs(store=services.store, shell_for=runtime.shell_for,
                         close_card=runtime.close_card, owner=owner,
-                        audit_dir=settings.audit_dir, clock=utc_now)
+                        audit_dir=settings.audit_dir, clock=utc_now,
+                        reconcile_chat=runtime.reconcile_chat)
     started: list[Any] = [start_scheduler(jobs)]
     if run_worker:
         worker = Worker(store=services.store, engine=runtime.engine,
                         shell_for=runtime.shell_for, after=runtime.after_advance,
                         failed=runtime.failed, owner=owner,
-                        lease_seconds=settings.lease_seconds)
+                        lease_seconds=settings.lease_seconds, before=runtime.before_advance)
         runtime.kick = worker.wake
         thread = threading.Thread(target=worker.run_forever, args=(stop,),
                                   kwargs={"threads": settings.worker_threads}, daemon=True,
@@ -78,14 +79,21 @@ def serve(args: argparse.Namespace) -> int:
     run_worker = settings.serve_runs_worker and not args.no_worker
     if run_worker:
         _require_gemini(settings)
-    services = build_slack(settings, build_store(settings), socket_mode=socket_mode)
+    store = build_store(settings)
+    slack = build_slack(settings, store, socket_mode=socket_mode) \
+        if settings.slack_bot_token or not settings.teams_configured else None
+    teams = _teams(settings, store, slack)
+    services = teams or slack  # the worker's runtime posts to every configured platform
     stop = _stop_event()
     scheduler = _background(services, settings, stop, run_worker=run_worker)[0]
+    teams_runner = _serve_teams(teams, args.host, settings.teams_port) if teams else None
     try:
-        if socket_mode:
+        if slack is None:
+            stop.wait()
+        elif socket_mode:
             from slack_bolt.adapter.socket_mode import SocketModeHandler
 
-            handler = SocketModeHandler(services.app, settings.slack_app_token)
+            handler = SocketModeHandler(slack.app, settings.slack_app_token)
             handler.connect()  # type: ignore[no-untyped-call]
             log.info("Ghost is connected to Slack (Socket Mode)%s.",
                      " with a worker" if run_worker else "")
@@ -95,7 +103,7 @@ def serve(args: argparse.Namespace) -> int:
             from bot.slack.http import make_server
 
             port = args.port or settings.port
-            server = make_server(services.app, args.host, port)
+            server = make_server(slack.app, args.host, port)
             log.info("Ghost listens on http://%s:%d/slack/events%s.", args.host, port,
                      " with a worker" if run_worker else "")
             threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -104,7 +112,28 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         stop.set()
         scheduler.shutdown(wait=False)
+        if teams and teams_runner:
+            from bot.teams.app import stop_server
+
+            stop_server(teams, teams_runner)
     return 0
+
+
+def _teams(settings: Settings, store: Any, slack: Any) -> Any:
+    """The Teams services when MicrosoftAppId is set; Slack's port joins their runtime."""
+    if not settings.teams_configured:
+        return None
+    from bot.teams.app import build_teams
+
+    return build_teams(settings, store, other_ports={"slack": slack.port} if slack else None)
+
+
+def _serve_teams(teams: Any, host: str, port: int) -> Any:
+    from bot.teams.app import start_server
+
+    runner = start_server(teams, host, port)
+    log.info("Ghost listens for Teams on http://%s:%d/api/messages.", host, port)
+    return runner
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -122,7 +151,7 @@ def worker(args: argparse.Namespace) -> int:
         runtime = services.runtime
         done = Worker(store=services.store, engine=runtime.engine,
                       shell_for=runtime.shell_for, after=runtime.after_advance,
-                      failed=runtime.failed,
+                      failed=runtime.failed, before=runtime.before_advance,
                       lease_seconds=settings.lease_seconds).run_until_idle()
         print(f"ghost worker: advanced {done} investigation(s).")
         return 0

@@ -17,11 +17,14 @@ from bot.chat.content import (
     RcaSummary,
     StatusView,
 )
+from bot.chat.orphans import OrphanReport
 
 Blocks = list[dict[str, Any]]
 
 APPROVE, DENY, MODIFY = "ghost_approve", "ghost_deny", "ghost_modify"
 CONTINUE, DONE, EXTEND, RCA = "ghost_continue", "ghost_done", "ghost_extend", "ghost_rca"
+ORPHANS_CLEAN, ORPHANS_SKIP, ORPHANS_REVIEW, ORPHAN_CLEAN_ONE = (
+    "ghost_orphans_clean", "ghost_orphans_skip", "ghost_orphans_review", "ghost_orphan_one")
 DENY_VIEW, MODIFY_VIEW, CONTINUE_VIEW = "ghost_deny_view", "ghost_modify_view", \
     "ghost_continue_view"
 STATE_ICON = {"ACTIVE": "🔎", "CONFIRMED": "✅", "CONTRADICTED": "❌", "UNVERIFIABLE": "❔",
@@ -76,7 +79,9 @@ def status_message(view: StatusView) -> tuple[Blocks, str]:
         hyps = "\n".join(f"{STATE_ICON.get(h.state, '•')} `{escape(h.id)}` {escape(h.state)}"
                          f" — {escape(clip(h.description, 200))}" for h in view.hypotheses[:10])
         blocks.append(section("*Hypotheses*\n" + hyps))
-    if view.tasks:
+    if view.captures:
+        blocks.append(section("*Captures*\n" + "\n".join(escape(c) for c in view.captures)))
+    elif view.tasks:
         blocks.append(context("Captures running: " + ", ".join(f"`{escape(t)}`"
                                                              for t in view.tasks)))
     return blocks, f"Ghost investigation {view.session_id}: {view.phase}"
@@ -195,3 +200,48 @@ def continue_modal(session_id: str) -> dict[str, Any]:
     return _modal(CONTINUE_VIEW, "Continue investigation", "Continue", session_id, [
         _input("instruction", "Instruction for Ghost (optional)", optional=True,
                multiline=True)])
+
+
+ORPHAN_ICON = {"cleaned": "✅", "waiting for approval": "⏳", "cleaning": "⏳",
+               "not cleaned": "⚠️", "manual": "🛠️"}
+CHOSEN = {"clean": "Clean up chosen", "skip": "Skipped — they will be offered again with the "
+          "next investigation;", "review": "Review each chosen"}
+
+
+def orphan_report(report: OrphanReport) -> tuple[Blocks, str]:
+    """The report with Clean up / Skip / Review each; in review, a button per orphan."""
+    count = len(report.rows)
+    head = (f"🧹 *{count} orphaned resource(s) from earlier investigations.* Cleaning them up "
+            "deletes cloud captures and files; risky deletions ask for approval below. Ghost "
+            "carries on investigating meanwhile.")
+    out: Blocks = [section(head)]
+    rows = report.rows[:40]  # Slack's limit is 50 blocks a message
+    if report.choice == "review":
+        for i, row in enumerate(rows):
+            line = f"{ORPHAN_ICON.get(row.status, '•')} {escape(row.kind)} `{escape(row.name)}`"
+            block = section(line + (f" — {escape(row.status)}" if row.status else ""))
+            if not row.status:
+                block["accessory"] = button("Clean up", ORPHAN_CLEAN_ONE,
+                                            f"{report.session_id}|{i}")
+            out.append(block)
+    else:
+        out.append(section("\n".join(
+            f"{ORPHAN_ICON.get(r.status, '•')} {escape(r.kind)} `{escape(r.name)}`"
+            + (f" — {escape(r.status)}" if r.status else "") for r in rows)))
+    if len(report.rows) > len(rows):
+        out.append(context(f"…and {len(report.rows) - len(rows)} more."))
+    if report.manual:
+        out.append(section("🛠️ *Needs manual deletion* (partial cleanup, recorded as "
+                           "`manual_cleanup_pending`): " + ", ".join(
+                               f"`{escape(n)}`" for n in report.manual)))
+    for warning in report.warnings:
+        out.append(context(f"Scan incomplete: {escape(warning)}"))
+    if report.choice is None:
+        sid = report.session_id
+        out.append({"type": "actions", "block_id": f"orphans:{sid}", "elements": [
+            button("Clean up", ORPHANS_CLEAN, sid, "primary"),
+            button("Skip", ORPHANS_SKIP, sid), button("Review each", ORPHANS_REVIEW, sid)]})
+    else:
+        out.append(context(f"{CHOSEN.get(report.choice, report.choice)} by "
+                           f"{mention(report.actor)}."))
+    return out, f"{count} orphaned resource(s) from earlier investigations"

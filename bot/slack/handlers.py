@@ -16,12 +16,15 @@ from slack_sdk import WebClient
 from bot.chat.content import HELP, list_lines, status_view
 from bot.chat.decisions import Decider, DecisionRequest
 from bot.chat.runtime import ChatRuntime, NotWaiting
+from bot.chat.steering import why_not_steer
 from bot.slack import blocks
 from bot.slack.port import SlackPort
 from core.errors import UnknownInvestigation
 
 PLATFORM = "slack"
 MENTION = re.compile(r"<@[A-Z0-9]+>")
+#: An @ghost instruction is queued while the investigation is in one of these.
+QUEUEABLE = ("queued", "running", "awaiting_approval", "awaiting_user")
 
 
 class Handlers:
@@ -46,6 +49,9 @@ class Handlers:
         app.action(blocks.EXTEND)(self.prompt_button)
         app.action(blocks.RCA)(self.prompt_button)
         app.event("app_mention")(self.mention)
+        for action in (blocks.ORPHANS_CLEAN, blocks.ORPHANS_SKIP, blocks.ORPHANS_REVIEW,
+                       blocks.ORPHAN_CLEAN_ONE):
+            app.action(action)(self.orphan_button)
 
     # ------------------------------------------------------------------ /ghost
     def slash(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:
@@ -85,9 +91,9 @@ class Handlers:
                     note = f" {closed} pending approval(s) closed." if closed else ""
                     respond(text=f"Cancelled `{sid}`.{note}", response_type="ephemeral")
                 else:
-                    self.runtime.resume(sid)
+                    note = self.runtime.resume(sid)
                     self.runtime.kick()
-                    respond(text=f"Resuming `{sid}` in its thread.", response_type="ephemeral")
+                    respond(text=note, response_type="ephemeral")
             except (NotWaiting, UnknownInvestigation) as exc:
                 respond(text=str(exc), response_type="ephemeral")
         else:
@@ -150,9 +156,30 @@ class Handlers:
         result = self.decider.decide(request)
         if result.ok:
             self.runtime.close_card(request.approval_id, result.outcome)
+            if result.session_id:  # an orphan deletion waiting on this goes on now
+                self.runtime.orphans.continue_waiting(result.session_id)
             self.runtime.kick()
         else:
             self._tell(request.approval_id, request.actor, result.message, body)
+
+    # ------------------------------------------------------------------ orphans
+    def orphan_button(self, ack: Ack, body: dict[str, Any]) -> None:
+        """Clean up / Skip / Review each, and a row's Clean up: first click wins."""
+        ack()
+        action, user = body["actions"][0]["action_id"], _user(body)
+        sid, _, index = _value(body).partition("|")
+        if self._refuse_steer(sid, user):
+            return
+        orphans = self.runtime.orphans
+        if action == blocks.ORPHAN_CLEAN_ONE:
+            refusal = orphans.clean_one(sid, user, int(index or -1))
+        else:
+            choice = {blocks.ORPHANS_CLEAN: "clean", blocks.ORPHANS_SKIP: "skip"}.get(
+                action, "review")
+            refusal = orphans.choose(sid, user, choice)
+        if refusal is not None:
+            inv = self.store.get_investigation(sid)
+            self.port.tell(str(inv.channel_ref), user, refusal, inv.thread_ref)
 
     def _tell(self, approval_id: str, user: str, text: str, body: dict[str, Any]) -> None:
         approval = self.store.get_approval(approval_id)
@@ -162,14 +189,30 @@ class Handlers:
             self.port.tell(str(channel), user, text, ref.get("thread_ts"))
 
     # ------------------------------------------------------------------ prompts
+    def _refuse_steer(self, sid: str, user: str) -> bool:
+        """Tell ``user`` (only them) why they may not steer ``sid``; True when refused."""
+        try:
+            inv = self.store.get_investigation(sid)
+        except UnknownInvestigation:
+            return True
+        why = why_not_steer(self.decider.policy, self.decider.directory, actor=user,
+                            channel=inv.channel_ref, requester=inv.requested_by)
+        if why is not None and inv.channel_ref:
+            self.port.tell(str(inv.channel_ref), user, why, inv.thread_ref)
+        return why is not None
+
     def open_continue(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         ack()
+        if self._refuse_steer(_value(body), _user(body)):
+            return
         client.views_open(trigger_id=body["trigger_id"],
                           view=blocks.continue_modal(_value(body)))
 
     def submit_continue(self, ack: Ack, body: dict[str, Any]) -> None:
         ack()
         sid, user = _metadata(body), _user(body)
+        if self._refuse_steer(sid, user):
+            return
         self._answer(sid, user, "Continued", lambda: self.runtime.instruct(
             sid, _field(body, "instruction") or "Continue."), None, "awaiting_user")
 
@@ -177,6 +220,8 @@ class Handlers:
         ack()
         action = body["actions"][0]["action_id"]
         sid, user = _value(body), _user(body)
+        if self._refuse_steer(sid, user):
+            return
         if action == blocks.EXTEND:
             self._answer(sid, user, "Extended by 10 turns", lambda: self.runtime.extend(sid),
                          body, "turn_limit")
@@ -211,14 +256,33 @@ class Handlers:
             say(text="Start an investigation with `/ghost investigate <symptom>`; inside its "
                      "thread, mention me with instructions.", thread_ts=event.get("ts"))
             return
+        if self._refuse_steer(inv.session_id, user):
+            return
         try:
             self.runtime.instruct(inv.session_id, text or "Continue.")
         except NotWaiting as exc:
-            self.port.tell(channel, user, f"{exc} I'll ask in this thread when I need you.",
-                           str(thread))
+            self._queue_mention(inv, user, text or "Continue.", str(thread), str(exc))
             return
         self.runtime.kick()
         self.port.tell(channel, user, "Got it — continuing with your instruction.", str(thread))
+
+    def _queue_mention(self, inv: Any, user: str, text: str, thread: str, why: str) -> None:
+        """Ghost is busy: keep the instruction (in the database) for its next pause."""
+        channel = str(inv.channel_ref)
+        if inv.status not in QUEUEABLE:
+            self.port.tell(channel, user, why, thread)
+            return
+        waiting = self.runtime.queue_instruction(inv.session_id, user, text)
+        if self.runtime.deliver_queued(inv.session_id):  # it paused in the meantime
+            self.runtime.kick()
+            self.port.tell(channel, user, "Got it — continuing with your instruction.", thread)
+            return
+        phase = (self.store.get_investigation(inv.session_id).engine_state or {}).get("phase")
+        when = ("after you press Extend" if phase == "turn_limit"
+                else "as soon as it finishes its current step")
+        self.port.tell(channel, user, f"Ghost is busy ({status_view(inv).phase}). Your "
+                       f"instruction is queued ({waiting} waiting) and goes to Ghost {when}.",
+                       thread)
 
 
 def _user(body: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from bot.chat.content import (
     RcaSummary,
     StatusView,
 )
+from bot.chat.orphans import OrphanReport
 from bot.chat.ports import Thread
 from bot.slack import blocks
 from bot.slack.client import Pacer
@@ -70,12 +71,22 @@ class SlackPort:
         self._post(str(thread.channel_ref), thread.thread_ref, blocks.prompt_message(prompt))
 
     def post_rca(self, thread: Thread, filename: str, markdown: str,
-                 summary: RcaSummary) -> None:
+                 summary: RcaSummary) -> str | None:
         channel = str(thread.channel_ref)
         self.pacer.wait(channel)
-        self.client.files_upload_v2(channel=channel, thread_ts=thread.thread_ref,
+        response = self.client.files_upload_v2(channel=channel, thread_ts=thread.thread_ref,
                                     filename=filename, title=filename,
                                     content=markdown, initial_comment=blocks.rca_comment(summary))
+        file = response.get("file") or {}
+        return str(file["id"]) if isinstance(file, dict) and file.get("id") else None
+
+    def post_orphan_report(self, thread: Thread, report: OrphanReport) -> dict[str, Any]:
+        channel = str(thread.channel_ref)
+        ts = self._post(channel, thread.thread_ref, blocks.orphan_report(report))
+        return {"platform": "slack", "channel": channel, "ts": ts}
+
+    def update_orphan_report(self, ref: Mapping[str, Any], report: OrphanReport) -> None:
+        self._update(str(ref["channel"]), str(ref["ts"]), blocks.orphan_report(report))
 
     def tell(self, channel: str, user: str, text: str, thread_ref: str | None = None) -> None:
         try:

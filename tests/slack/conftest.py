@@ -131,7 +131,7 @@ def make_harness(store: Any, fake: FakeSlack, data_dir: Path,
     runtime = services.runtime
     worker = Worker(store=store, engine=runtime.engine, shell_for=runtime.shell_for,
                     after=runtime.after_advance, failed=runtime.failed, owner="test-worker",
-                    lease_seconds=30)
+                    lease_seconds=30, before=runtime.before_advance)
     return SlackHarness(services=services, fake=fake, worker=worker, store=store)
 
 

@@ -1,0 +1,1 @@
+"""Ghost in Microsoft Teams (botbuilder; every botbuilder import of the project is in here)."""

@@ -1,0 +1,151 @@
+"""The Teams front end put together: settings checked, adapter, port, bot, aiohttp endpoint.
+
+``build_teams`` is what ``ghost serve`` and the tests use; tests pass botbuilder's
+``TestAdapter``. In production the adapter is ``CloudAdapter``, which validates the Bot Framework
+token of every request on ``/api/messages`` (a request without one gets 401). This module and
+the others in ``bot/teams/`` are the only ones that import botbuilder: moving to the Microsoft 365
+Agents SDK replaces this package and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from aiohttp import web
+from botbuilder.core import BotAdapter, TurnContext
+from botbuilder.schema import Activity
+
+from bot.chat.decisions import Decider
+from bot.chat.ports import ChatPort
+from bot.chat.runtime import ChatRuntime
+from bot.settings import Settings
+from bot.teams.bot import GhostTeamsBot
+from bot.teams.loop import LoopThread
+from bot.teams.port import TeamsDirectory, TeamsPort
+from core.errors import GhostError
+from core.safety.approval import ApprovalPolicy
+
+log = logging.getLogger(__name__)
+PLATFORM = "teams"
+
+
+class TeamsSettingMissing(GhostError):
+    exit_code = 2
+
+
+@dataclass
+class TeamsServices:
+    bot: GhostTeamsBot
+    adapter: BotAdapter
+    port: TeamsPort
+    runtime: ChatRuntime
+    decider: Decider
+    store: Any
+    loop: LoopThread
+
+
+def check_settings(settings: Settings) -> None:
+    """Refuse to serve Teams unauthenticated: botbuilder skips auth without an app id."""
+    kind = settings.teams_app_type.lower()
+    if not settings.teams_app_id:
+        raise TeamsSettingMissing("MicrosoftAppId is not set.",
+                                  "Copy the Azure Bot's Microsoft App ID into MicrosoftAppId "
+                                  "(see docs/teams.md).")
+    if kind not in ("multitenant", "singletenant", "userassignedmsi"):
+        raise TeamsSettingMissing(f"MicrosoftAppType={settings.teams_app_type} is not known.",
+                                  "Use MultiTenant, SingleTenant or UserAssignedMSI.")
+    if kind != "userassignedmsi" and not settings.teams_app_password:
+        raise TeamsSettingMissing("MicrosoftAppPassword is not set.",
+                                  "Create a client secret for the app registration, or use a "
+                                  "managed identity (MicrosoftAppType=UserAssignedMSI).")
+    if kind != "multitenant" and not settings.teams_app_tenant_id:
+        raise TeamsSettingMissing(f"MicrosoftAppTenantId is needed for {settings.teams_app_type}.",
+                                  "Set it to your Entra ID tenant id.")
+
+
+def cloud_adapter(settings: Settings) -> BotAdapter:
+    """botbuilder's CloudAdapter with the configured identity (secret or managed identity)."""
+    from botbuilder.integration.aiohttp import (
+        CloudAdapter,
+        ConfigurationBotFrameworkAuthentication,
+    )
+
+    check_settings(settings)
+    config = SimpleNamespace(APP_ID=settings.teams_app_id,
+                             APP_PASSWORD=settings.teams_app_password,
+                             APP_TYPE=settings.teams_app_type,
+                             APP_TENANTID=settings.teams_app_tenant_id)
+    return CloudAdapter(ConfigurationBotFrameworkAuthentication(config))
+
+
+def teams_policy(settings: Settings) -> ApprovalPolicy:
+    return ApprovalPolicy(approvers=settings.teams_approvers, two_person=settings.two_person,
+                          expiry_seconds=settings.approval_expiry_seconds)
+
+
+def build_teams(settings: Settings, store: Any, *, adapter: BotAdapter | None = None,
+                brain: Any = None, loop: LoopThread | None = None,
+                groups: Callable[[str, list[str]], set[str]] | None = None,
+                other_ports: dict[str, ChatPort] | None = None) -> TeamsServices:
+    """The Teams services; ``other_ports`` (e.g. Slack's) share the one runtime and worker."""
+    from bot.bootstrap import build_chat_engine
+    from bot.teams.graph import graph_groups
+
+    adapter = adapter or cloud_adapter(settings)
+    loop = loop or LoopThread()
+    policy = teams_policy(settings)
+    port = TeamsPort(adapter, settings.teams_app_id, store, loop, policy)
+    ports: dict[str, ChatPort] = {**(other_ports or {}), PLATFORM: port}
+    runtime = build_chat_engine(settings, store, brain=brain, port_for=ports.get)
+    directory = TeamsDirectory(groups if groups is not None else graph_groups(settings))
+    decider = Decider(store, runtime.shell_for, policy, directory)
+    bot = GhostTeamsBot(runtime, decider, port)
+    adapter.on_turn_error = _on_turn_error
+    return TeamsServices(bot=bot, adapter=adapter, port=port, runtime=runtime, decider=decider,
+                         store=store, loop=loop)
+
+
+async def _on_turn_error(context: TurnContext, error: Exception) -> None:
+    """The one error handler: log it, and tell the thread what to do."""
+    if isinstance(error, GhostError):
+        text = str(error)
+    else:
+        log.error("unhandled error in the Teams bot", exc_info=error)
+        text = ("Ghost hit an unexpected error handling that. Nothing was decided or run twice; "
+                "try again, and check the bot's log if it repeats.")
+    if context.activity.type == "message":
+        await context.send_activity(Activity(type="message", text="⚠️ " + text))
+
+
+def make_web_app(services: TeamsServices) -> web.Application:
+    """``POST /api/messages`` (authenticated by the adapter) and ``GET /healthz``."""
+    async def messages(request: web.Request) -> web.StreamResponse:
+        response = await services.adapter.process(request, services.bot)
+        return response if response is not None else web.Response(status=201)
+
+    async def healthz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_post("/api/messages", messages)
+    app.router.add_get("/healthz", healthz)
+    return app
+
+
+def start_server(services: TeamsServices, host: str, port: int) -> web.AppRunner:
+    """Serve the endpoint on the services' loop thread; ``stop_server`` undoes it."""
+    async def start() -> web.AppRunner:
+        runner = web.AppRunner(make_web_app(services))
+        await runner.setup()
+        await web.TCPSite(runner, host, port).start()
+        return runner
+
+    return services.loop.run(start())
+
+
+def stop_server(services: TeamsServices, runner: web.AppRunner) -> None:
+    services.loop.run(runner.cleanup())

@@ -1,0 +1,248 @@
+"""The Teams bot: ``@Ghost`` commands and ``Action.Execute`` clicks, handed to the chat layer.
+
+Handlers run on the adapter's event loop and do blocking work (database, engine, proactive posts
+through the port) with ``asyncio.to_thread``. A click's invoke response is the card as the
+clicker should see it; everyone else's copy is updated through the port (``close_card``).
+Actors are Entra ID object ids (``aadObjectId``), which is what ``GHOST_TEAMS_APPROVERS`` lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+from botbuilder.core import TurnContext
+from botbuilder.core.teams import TeamsActivityHandler
+from botbuilder.schema import Activity, AdaptiveCardInvokeResponse, AdaptiveCardInvokeValue
+
+from bot.chat.content import HELP, StatusView, list_lines, status_view
+from bot.chat.decisions import Decider, DecisionRequest, DecisionResult
+from bot.chat.runtime import ChatRuntime, NotWaiting
+from bot.chat.steering import why_not_steer
+from bot.chat.threads import begin_in_thread
+from bot.teams import cards
+from bot.teams.port import CLICKED_IN, NAME, REF, TeamsPort, names_for, thread_reference
+from core.errors import GhostError, UnknownInvestigation
+
+log = logging.getLogger(__name__)
+PLATFORM = "teams"
+#: An instruction is queued (not refused) while the investigation is in one of these.
+QUEUEABLE = ("queued", "running", "awaiting_approval", "awaiting_user")
+AT = re.compile(r"<at>.*?</at>", re.IGNORECASE)
+TEAMS_HELP = HELP.replace("/ghost ", "@Ghost ").replace(
+    "mention @ghost", "mention @Ghost")
+
+
+def actor_of(activity: Activity) -> tuple[str, str]:
+    """(Entra ID object id — or the Teams id when there is none, display name)."""
+    who = activity.from_property
+    return str(who.aad_object_id or who.id), str(who.name or who.id)
+
+
+def card_response(content: cards.Card) -> AdaptiveCardInvokeResponse:
+    return AdaptiveCardInvokeResponse(status_code=200, type=cards.CONTENT_TYPE, value=content)
+
+
+class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
+    """The handlers, holding the services they hand work to."""
+
+    def __init__(self, runtime: ChatRuntime, decider: Decider, port: TeamsPort) -> None:
+        self.runtime = runtime
+        self.decider = decider
+        self.port = port
+        self.store = runtime.store
+
+    # ------------------------------------------------------------------ @Ghost …
+    async def on_message_activity(self, turn_context: TurnContext) -> None:
+        activity = turn_context.activity
+        text = AT.sub("", TurnContext.remove_recipient_mention(activity) or "").strip()
+        verb, _, rest = text.partition(" ")
+        verb, rest = verb.lower(), rest.strip()
+        _, channel, _ = thread_reference(activity)
+        CLICKED_IN.set((actor_of(activity)[0], channel))  # copied into the worker thread
+        reply = await asyncio.to_thread(self._command, activity, verb, rest)
+        if reply:
+            await turn_context.send_activity(Activity(type="message", text=reply,
+                                                      text_format="markdown"))
+
+    def _command(self, activity: Activity, verb: str, rest: str) -> str | None:
+        """Runs in a worker thread; the text to answer in the thread, if any."""
+        ref, channel, root = thread_reference(activity)
+        user, name = actor_of(activity)
+        try:
+            if verb == "help":
+                return TEAMS_HELP
+            if verb == "list":
+                return "\n\n".join(list_lines(self.store.list_investigations(limit=10))
+                                   ).replace("/ghost", "@Ghost")
+            if verb == "status":
+                return self._status_text(rest)
+            if verb == "investigate":
+                return self._investigate(ref, channel, root, user, name, rest)
+            if verb in ("cancel", "resume"):
+                return self._cancel_or_resume(verb, rest, user)
+            return self._instruct(channel, root, user, " ".join(p for p in (verb, rest) if p))
+        except (NotWaiting, UnknownInvestigation) as exc:
+            return str(exc)
+
+    def _investigate(self, ref: dict[str, Any], channel: str, root: str, user: str,
+                     name: str, symptom: str) -> str | None:
+        if not symptom:
+            return "Tell me the symptom: `@Ghost investigate web-01 cannot reach redis on 6379`"
+        existing = self.store.find_by_thread(PLATFORM, channel, root)
+        if existing is not None and existing.status not in ("completed", "cancelled"):
+            return (f"This thread already has investigation `{existing.session_id}`. Start a "
+                    "new one in a new post, or mention me here with an instruction.")
+
+        def announce(inv: Any) -> None:
+            self.port.post_status(inv, StatusView(
+                session_id=inv.session_id, symptom=symptom, requested_by=user, status="queued",
+                phase="Starting…", turn=0, max_turns=50))
+
+        begin_in_thread(self.runtime, platform=PLATFORM, channel=channel, thread=root,
+                        user=user, symptom=symptom,
+                        conversation_ref={REF: ref, NAME + user: name}, announce=announce)
+        self.runtime.kick()
+        return None
+
+    def _cancel_or_resume(self, verb: str, rest: str, user: str) -> str:
+        if not rest:
+            return f"Which one? `@Ghost {verb} SID` (see `@Ghost list`)."
+        sid = rest.split()[0]
+        if verb == "cancel":
+            closed = self.runtime.cancel(sid, user)
+            note = f" {closed} pending approval(s) closed." if closed else ""
+            return f"Cancelled `{sid}`.{note}"
+        self.runtime.resume(sid)
+        self.runtime.kick()
+        return f"Resuming `{sid}` in its thread."
+
+    def _instruct(self, channel: str, root: str, user: str, text: str) -> str:
+        inv = self.store.find_by_thread(PLATFORM, channel, root)
+        if inv is None:
+            return ("Start an investigation with `@Ghost investigate <symptom>`; inside its "
+                    "thread, mention me with instructions. `@Ghost help` lists the commands.")
+        why = self._why_not_steer(inv, user)
+        if why:
+            return why
+        try:
+            self.runtime.instruct(inv.session_id, text or "Continue.")
+        except NotWaiting as exc:
+            if inv.status not in QUEUEABLE:
+                return str(exc)
+            waiting = self.runtime.queue_instruction(inv.session_id, user, text or "Continue.")
+            if not self.runtime.deliver_queued(inv.session_id):
+                return (f"Ghost is busy ({status_view(inv).phase}). Your instruction is queued "
+                        f"({waiting} waiting) and goes to Ghost at its next pause.")
+        self.runtime.kick()
+        return "Got it — continuing with your instruction."
+
+    def _why_not_steer(self, inv: Any, user: str) -> str | None:
+        return why_not_steer(self.decider.policy, self.decider.directory, actor=user,
+                             channel=inv.channel_ref, requester=inv.requested_by)
+
+    def _status_text(self, sid: str) -> str:
+        if sid:
+            try:
+                inv = self.store.get_investigation(sid)
+            except UnknownInvestigation:
+                return f"No investigation `{sid}`. `@Ghost list` shows recent ones."
+        else:
+            recent = self.store.list_investigations(limit=1)
+            if not recent:
+                return "No investigations yet."
+            inv = recent[0]
+        view = status_view(inv)
+        hyps = "; ".join(f"{h.id} {h.state}" for h in view.hypotheses) or "none yet"
+        return (f"`{view.session_id}` — {view.phase}. Turn {view.turn}/{view.max_turns}, "
+                f"denials {view.denials}, hypotheses: {hyps}.")
+
+    # ------------------------------------------------------------------ card clicks
+    async def on_adaptive_card_invoke(self, turn_context: TurnContext,
+                                      invoke_value: AdaptiveCardInvokeValue
+                                      ) -> AdaptiveCardInvokeResponse:
+        action = invoke_value.action or {}
+        verb = str(action.get("verb") or "")
+        data = dict(action.get("data") or {})
+        activity = turn_context.activity
+        user, name = actor_of(activity)
+        _, channel, _ = thread_reference(activity)
+        CLICKED_IN.set((user, channel))  # copied into the worker thread below
+        if verb in cards.DECISION_VERBS:
+            content = await asyncio.to_thread(self._decision, verb, data, user, name)
+        elif verb in cards.PROMPT_VERBS:
+            content = await asyncio.to_thread(self._prompt_answer, verb, data, user, name)
+        else:
+            content = cards.notice_card("Ghost does not know this button. It may come from an "
+                                        "older version of the app; nothing was done.")
+        return card_response(content)
+
+    def _remember(self, session_id: str | None, user: str, name: str) -> None:
+        if session_id:
+            self.store.update_conversation_ref(session_id, {NAME + user: name})
+
+    def _decision(self, verb: str, data: dict[str, Any], user: str, name: str) -> cards.Card:
+        approval_id = str(data.get("approval_id") or "")
+        approval = self.store.get_approval(approval_id)
+        if approval is None:
+            return cards.notice_card("This approval request no longer exists.")
+        self._remember(approval.session_id, user, name)
+        if verb == cards.MODIFY and not str(data.get("command") or "").strip():
+            return self._card_for(approval_id, notice="Enter the command to run, then Submit "
+                                                      "edit. Nothing was changed.")
+        result = self.decider.decide(DecisionRequest(
+            approval_id, user, verb, reason=_text(data.get("reason")),
+            new_command=_text(data.get("command"))))
+        if result.ok:
+            self.runtime.close_card(approval_id, result.outcome)
+            self.runtime.kick()
+            return self._card_for(approval_id, result)
+        return self._card_for(approval_id, result, notice=result.message)
+
+    def _card_for(self, approval_id: str, result: DecisionResult | None = None, *,
+                  notice: str | None = None) -> cards.Card:
+        """The approval card as it now stands, with an optional note for the clicker."""
+        from bot.chat.content import approval_card, outcome_of
+
+        approval = self.store.get_approval(approval_id)
+        inv = self.store.get_investigation(approval.session_id)
+        card = self.port.teams_card(approval_card(approval, inv, self.runtime.policy))
+        outcome = None
+        if approval.status != "pending":
+            outcome = result.outcome if result and result.outcome else outcome_of(approval)
+        return cards.approval_card(card, outcome, names=names_for(inv.conversation_ref),
+                                   notice=notice)
+
+    def _prompt_answer(self, verb: str, data: dict[str, Any], user: str,
+                       name: str) -> cards.Card:
+        sid, kind = str(data.get("session_id") or ""), str(data.get("kind") or "awaiting_user")
+        try:
+            prompt = self.runtime.prompt(sid, kind)
+        except UnknownInvestigation:
+            return cards.notice_card("This investigation no longer exists.")
+        self._remember(sid, user, name)
+        why = self._why_not_steer(self.store.get_investigation(sid), user)
+        if why:
+            return cards.prompt_card(prompt, notice=why)
+        try:
+            if verb == cards.CONTINUE:
+                self.runtime.instruct(sid, _text(data.get("instruction")) or "Continue.")
+                choice = "Continued"
+            elif verb == cards.EXTEND:
+                self.runtime.extend(sid)
+                choice = "Extended by 10 turns"
+            else:
+                self.runtime.finish(sid)
+                choice = "Done — writing the RCA"
+        except (NotWaiting, GhostError) as exc:
+            return cards.prompt_card(prompt, notice=str(exc))
+        self.runtime.kick()
+        self.port.answer_prompt(sid, prompt, user, choice)
+        inv = self.store.get_investigation(sid)
+        return cards.prompt_card(prompt, user, choice, names=names_for(inv.conversation_ref))
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value is not None else None

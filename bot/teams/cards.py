@@ -1,0 +1,227 @@
+"""Adaptive Card builders: the chat-neutral content of ``bot.chat.content`` as Teams cards.
+
+Plain dicts, no botbuilder: the cards stay the same if the adapter moves to the Microsoft 365
+Agents SDK. Buttons are ``Action.Execute`` (Universal Actions, schema 1.4), so a click arrives as
+an ``adaptiveCard/action`` invoke with the verb and the card's inputs. Teams caps a message at
+about 28 KB, so long text is clipped here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from bot.chat.content import (
+    ApprovalCard,
+    CommandLine,
+    DecisionOutcome,
+    Prompt,
+    RcaSummary,
+    StatusView,
+)
+
+Card = dict[str, Any]
+Names = Callable[[str | None], str]
+
+CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
+APPROVE, DENY, MODIFY = "approve", "deny", "modify"
+CONTINUE, DONE, EXTEND, RCA = "continue", "done", "extend", "rca"
+DECISION_VERBS = (APPROVE, DENY, MODIFY)
+PROMPT_VERBS = (CONTINUE, DONE, EXTEND, RCA)
+STATE_ICON = {"ACTIVE": "🔎", "CONFIRMED": "✅", "CONTRADICTED": "❌", "UNVERIFIABLE": "❔",
+              "DENIED_ONCE": "🚫", "DENIED_TWICE": "🚫"}
+#: One Teams message carries about 28 KB; the RCA is split into parts below this.
+RCA_PART_CHARS = 20_000
+
+
+def raw_name(user: str | None) -> str:
+    return user or "someone"
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def plain(text: str) -> str:
+    """Text a model or user wrote: links are broken up (a model reading attacker-controlled
+    output must not put a clickable link on a card); the rest renders as written."""
+    return text.replace("](", "]\u200b(")
+
+
+def with_names(text: str, names: Names) -> str:
+    """The chat layer's ``{user:ID}`` placeholders as display names."""
+    return re.sub(r"\{user:([^}]*)\}", lambda m: names(m.group(1)), text)
+
+
+def text_block(text: str, **extra: Any) -> Card:
+    return {"type": "TextBlock", "text": text, "wrap": True, **extra}
+
+
+def code_block(text: str, limit: int = 3000) -> Card:
+    return {"type": "TextBlock", "text": clip(text, limit), "wrap": True,
+            "fontType": "Monospace"}
+
+
+def card(body: list[Card], actions: list[Card] | None = None) -> Card:
+    out: Card = {"type": "AdaptiveCard",
+                 "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+                 "version": "1.4", "body": body, "msteams": {"width": "Full"}}
+    if actions:
+        out["actions"] = actions
+    return out
+
+
+def execute(title: str, verb: str, data: dict[str, Any], *, style: str | None = None,
+            inputs: bool = False) -> Card:
+    action: Card = {"type": "Action.Execute", "title": title, "verb": verb, "data": data,
+                    "associatedInputs": "auto" if inputs else "none"}
+    if style:
+        action["style"] = style
+    return action
+
+
+def show_card(title: str, body: list[Card], actions: list[Card]) -> Card:
+    return {"type": "Action.ShowCard", "title": title, "card": card(body, actions)}
+
+
+def status_card(view: StatusView, names: Names = raw_name) -> Card:
+    body = [text_block(f"**Ghost investigation** {view.session_id or '(starting)'}",
+                       size="Medium", weight="Bolder"),
+            text_block(view.phase, color="Accent"),
+            text_block(plain(clip(view.symptom, 500)), isSubtle=True),
+            text_block(f"Requested by {plain(names(view.requested_by))} · turn {view.turn}/"
+                       f"{view.max_turns} · denials {view.denials}", size="Small")]
+    if view.hypotheses:
+        body.append(text_block("**Hypotheses**"))
+        body += [text_block(f"{STATE_ICON.get(h.state, '•')} {plain(h.id)} {h.state} — "
+                            f"{plain(clip(h.description, 200))}", spacing="None")
+                 for h in view.hypotheses[:10]]
+    if view.tasks:
+        body.append(text_block("Captures running: " + ", ".join(plain(t) for t in view.tasks),
+                               size="Small"))
+    return card(body)
+
+
+def command_text(line: CommandLine) -> str:
+    """One compact markdown line for a command that ran or was refused."""
+    icon = {"SAFE": "✅", "RISKY": "⚠️", "FORBIDDEN": "⛔"}.get(line.classification, "•")
+    cmd = clip(line.command, 300).replace("`", "'")
+    note = f" · {plain(line.note)}" if line.note else ""
+    audit = f" · audit `{line.audit_id}`" if line.audit_id else ""
+    return f"{icon} {line.classification} {plain(line.verdict)}: `{cmd}`{note}{audit}"
+
+
+def approval_card(card_: ApprovalCard, outcome: DecisionOutcome | None = None, *,
+                  names: Names = raw_name, notice: str | None = None) -> Card:
+    """The card with its actions while pending; with the outcome (no actions) once decided.
+
+    ``notice`` is shown on top, to the one person who clicked (why they cannot decide)."""
+    title = "✏️ Edited command needs approval" if card_.modified_by else "⚠️ Approval needed"
+    tier = f"tier {card_.tier}" if card_.tier is not None else "tier ?"
+    body: list[Card] = []
+    if notice:
+        body.append({"type": "Container", "style": "warning",
+                     "items": [text_block(with_names(notice, names), weight="Bolder")]})
+    body += [text_block(f"**{title}**", size="Medium"), code_block(card_.command, 2000),
+             text_block(f"**{card_.classification}** ({tier}, rule {plain(card_.rule or '-')})"
+                        f" · {plain(card_.environment)}"),
+             text_block(f"Asked by Ghost (AI) in {plain(names(card_.investigation_requester))}"
+                        f"'s investigation {card_.session_id}", size="Small")]
+    if card_.modified_by:
+        body.append(text_block(f"Edited by {plain(names(card_.modified_by))}", size="Small"))
+    if card_.risk:
+        body.append(text_block(f"**Why it is gated:** {plain(clip(card_.risk, 600))}"))
+    if card_.reasoning:
+        body.append(text_block(f"**Ghost's reasoning:** {plain(clip(card_.reasoning, 1500))}"))
+    data = {"approval_id": card_.approval_id}
+    if outcome is not None:
+        icon = {"approved": "✅", "denied": "🚫", "modified": "✏️", "expired": "⌛",
+                "blocked": "⛔"}.get(outcome.result, "•")
+        who = f" — by {names(outcome.actor)}" if outcome.actor and \
+            outcome.actor != "ghost" else ""
+        body.append(text_block(f"{icon} {plain(outcome.summary())}{plain(who)}",
+                               weight="Bolder"))
+        return card(body)
+    expires = f" Expires {card_.expires_at:%H:%M} UTC." if card_.expires_at else ""
+    body.append(text_block(plain(card_.needed) + expires, size="Small", isSubtle=True))
+    actions = [
+        execute("Approve", APPROVE, data, style="positive"),
+        show_card("Deny…", [{"type": "Input.Text", "id": "reason", "isMultiline": True,
+                             "label": "Why? (optional — Ghost uses it to re-plan)",
+                             "maxLength": 1000}],
+                  [execute("Deny", DENY, data, style="destructive", inputs=True)]),
+        show_card("Modify…", [{"type": "Input.Text", "id": "command", "label": "Command",
+                               "value": card_.command, "maxLength": 2000},
+                              text_block("Re-checked by the safety gate; a second engineer "
+                                         "must approve the edit.", size="Small")],
+                  [execute("Submit edit", MODIFY, data, inputs=True)]),
+    ]
+    return card(body, actions)
+
+
+def prompt_card(prompt: Prompt, answered_by: str | None = None, choice: str | None = None,
+                *, names: Names = raw_name, notice: str | None = None) -> Card:
+    body: list[Card] = []
+    if notice:
+        body.append({"type": "Container", "style": "warning",
+                     "items": [text_block(notice, weight="Bolder")]})
+    body.append(text_block(plain(prompt.text)))
+    data = {"session_id": prompt.session_id, "kind": prompt.kind}
+    if answered_by:
+        body.append(text_block(f"{choice or 'Answered'} by {plain(names(answered_by))}.",
+                               size="Small", isSubtle=True))
+        return card(body)
+    if prompt.kind == "turn_limit":
+        actions = [execute("Extend 10 turns", EXTEND, data),
+                   execute("Generate RCA", RCA, data, style="positive")]
+    else:
+        actions = [show_card("Continue…", [{"type": "Input.Text", "id": "instruction",
+                                            "isMultiline": True, "maxLength": 2000,
+                                            "label": "Instruction for Ghost (optional)"}],
+                             [execute("Continue", CONTINUE, data, style="positive",
+                                      inputs=True)]),
+                   execute("Done — write the RCA", DONE, data)]
+    return card(body, actions)
+
+
+def rca_card(summary: RcaSummary, parts: int) -> Card:
+    actions = "\n".join(f"- {plain(a)}" for a in summary.actions[:5]) or "- (none given)"
+    where = (f"The full report follows in {parts} message{'s' if parts != 1 else ''} below."
+             if parts else "")
+    return card([
+        text_block(f"**RCA for {summary.session_id}**", size="Medium"),
+        text_block(f"Confidence **{plain(summary.confidence)}** · {summary.turns} turns · "
+                   f"{summary.duration()}"),
+        text_block(f"**Root cause:** {plain(clip(summary.root_cause, 2000))}"),
+        text_block("**Recommended actions:**\n" + actions),
+        text_block(where + " `ghost session show " + summary.session_id + "` and the audit "
+                   "export have everything.", size="Small", isSubtle=True),
+    ])
+
+
+def split_report(markdown: str, limit: int = RCA_PART_CHARS) -> list[str]:
+    """The report in parts under ``limit`` characters, cut at line ends where possible."""
+    parts: list[str] = []
+    current = ""
+    for line in markdown.splitlines(keepends=True):
+        while len(line) > limit:  # a single enormous line: cut it
+            if current:
+                parts.append(current)
+                current = ""
+            parts.append(line[:limit])
+            line = line[limit:]
+        if len(current) + len(line) > limit:
+            parts.append(current)
+            current = ""
+        current += line
+    if current.strip():
+        parts.append(current)
+    if len(parts) > 1:
+        parts = [f"(part {i}/{len(parts)})\n\n{p}" for i, p in enumerate(parts, 1)]
+    return parts
+
+
+def notice_card(text: str) -> Card:
+    """What a clicker sees when the click could not be matched to anything."""
+    return card([text_block(text, weight="Bolder")])

@@ -1,0 +1,219 @@
+"""The chat port for Teams: proactive posts into an investigation's reply thread.
+
+Every post goes through ``adapter.continue_conversation`` with the conversation reference stored
+in the investigation's ``conversation_ref`` (key ``teams``), so a worker in any process, after any
+restart, posts into the right thread. Cards are updated with ``update_activity`` — for everyone,
+which an invoke response alone does not do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import replace
+from typing import Any
+
+from botbuilder.core import BotAdapter, TurnContext
+from botbuilder.schema import Activity, ActivityTypes, Attachment, ConversationReference
+
+from bot.chat.content import (
+    ApprovalCard,
+    CommandLine,
+    DecisionOutcome,
+    Prompt,
+    RcaSummary,
+    StatusView,
+    approvals_needed,
+)
+from bot.chat.ports import Thread
+from bot.teams import cards
+from bot.teams.loop import LoopThread
+from core.errors import GhostError
+from core.safety.approval import ApprovalPolicy
+
+log = logging.getLogger(__name__)
+
+#: (actor, channel) of the card click being handled; set by the bot around each decision.
+CLICKED_IN: ContextVar[tuple[str, str] | None] = ContextVar("ghost_teams_click", default=None)
+REF, STATUS_ID, PROMPT_ID, NAME = "teams", "teams_status_id", "teams_prompt_id", "name:"
+
+
+def card_activity(content: cards.Card, activity_id: str | None = None) -> Activity:
+    return Activity(type=ActivityTypes.message, id=activity_id, attachments=[
+        Attachment(content_type=cards.CONTENT_TYPE, content=content)])
+
+
+def text_activity(text: str) -> Activity:
+    return Activity(type=ActivityTypes.message, text=text, text_format="markdown")
+
+
+def thread_reference(activity: Activity) -> tuple[dict[str, Any], str, str]:
+    """The reply thread of an incoming message: (reference, channel id, root message id).
+
+    In a channel, the conversation id is ``<channel>;messageid=<root>``; posting to it replies
+    in that thread. In a group or personal chat the chat itself is the thread.
+    """
+    ref = TurnContext.get_conversation_reference(activity)
+    conv_id = str(activity.conversation.id)
+    channel, _, root = conv_id.partition(";messageid=")
+    data = activity.channel_data or {}
+    channel = str((data.get("channel") or {}).get("id") or channel)
+    if root:
+        ref.conversation.id = f"{channel};messageid={root}"
+    else:
+        root = conv_id
+    ref.activity_id = None
+    return dict(ref.serialize()), channel, root
+
+
+def names_for(conversation_ref: Mapping[str, Any] | None) -> cards.Names:
+    known = conversation_ref or {}
+
+    def name(user: str | None) -> str:
+        return str(known.get(NAME + user) or user) if user else "someone"
+    return name
+
+
+class TeamsPort:
+    """Implements ``bot.chat.ports.ChatPort`` with botbuilder, from any thread."""
+
+    def __init__(self, adapter: BotAdapter, app_id: str | None, store: Any, loop: LoopThread,
+                 policy: ApprovalPolicy) -> None:
+        self.adapter = adapter
+        self.app_id = app_id
+        self.store = store
+        self.loop = loop
+        self.policy = policy
+
+    # ------------------------------------------------------------------ plumbing
+    def _inv(self, session_id: str) -> Any:
+        return self.store.get_investigation(session_id)
+
+    def _ref(self, inv: Any) -> ConversationReference:
+        stored = (inv.conversation_ref or {}).get(REF)
+        if not stored:
+            raise GhostError(f"Investigation {inv.session_id} has no Teams conversation "
+                             "reference; it was not started from Teams.")
+        return ConversationReference().deserialize(stored)
+
+    def _send(self, inv: Any, activities: list[Activity]) -> list[str]:
+        ref = self._ref(inv)
+        ids: list[str] = []
+
+        async def send(ctx: TurnContext) -> None:
+            for activity in activities:
+                response = await ctx.send_activity(activity)
+                ids.append(str(response.id) if response and response.id else "")
+
+        self.loop.run(self.adapter.continue_conversation(ref, send, self.app_id))
+        return ids
+
+    def _update(self, inv: Any, activity: Activity) -> None:
+        ref = self._ref(inv)
+
+        async def update(ctx: TurnContext) -> None:
+            await ctx.update_activity(activity)
+
+        self.loop.run(self.adapter.continue_conversation(ref, update, self.app_id))
+
+    def teams_card(self, card: ApprovalCard) -> ApprovalCard:
+        """The 'who can approve' line by the Teams approvers (Entra ID users and groups)."""
+        return replace(card, needed=approvals_needed(self.policy, card.investigation_requester,
+                                                     card.modified_by))
+
+    # ------------------------------------------------------------------ ChatPort
+    def post_root(self, channel: str, view: StatusView) -> str:
+        raise GhostError("Teams investigations start from a message in a channel: mention "
+                         "@Ghost investigate <symptom>.")
+
+    def post_status(self, inv: Any, view: StatusView) -> str:
+        """The status card, first reply in the thread; its id is kept to edit it in place."""
+        (activity_id,) = self._send(inv, [card_activity(
+            cards.status_card(view, names_for(inv.conversation_ref)))])
+        self.store.update_conversation_ref(inv.session_id, {STATUS_ID: activity_id})
+        return activity_id
+
+    def update_status(self, thread: Thread, view: StatusView) -> None:
+        inv = self._inv(thread.session_id)
+        status_id = (inv.conversation_ref or {}).get(STATUS_ID)
+        content = cards.status_card(view, names_for(inv.conversation_ref))
+        if status_id:
+            self._update(inv, card_activity(content, str(status_id)))
+        else:
+            self.post_status(inv, view)
+
+    def post_text(self, thread: Thread, text: str) -> None:
+        inv = self._inv(thread.session_id)
+        self._send(inv, [text_activity("🧠 " + cards.plain(cards.clip(text.strip(), 20_000)))])
+
+    def post_command(self, thread: Thread, line: CommandLine) -> None:
+        self._send(self._inv(thread.session_id), [text_activity(cards.command_text(line))])
+
+    def post_card(self, thread: Thread, card: ApprovalCard) -> dict[str, Any]:
+        inv = self._inv(thread.session_id)
+        content = cards.approval_card(self.teams_card(card), names=names_for(inv.conversation_ref))
+        (activity_id,) = self._send(inv, [card_activity(content)])
+        return {"platform": "teams", "session_id": inv.session_id, "activity_id": activity_id}
+
+    def close_card(self, ref: Mapping[str, Any], card: ApprovalCard,
+                   outcome: DecisionOutcome) -> None:
+        inv = self._inv(str(ref["session_id"]))
+        content = cards.approval_card(self.teams_card(card), outcome,
+                                      names=names_for(inv.conversation_ref))
+        self._update(inv, card_activity(content, str(ref["activity_id"])))
+
+    def post_prompt(self, thread: Thread, prompt: Prompt) -> None:
+        inv = self._inv(thread.session_id)
+        (activity_id,) = self._send(inv, [card_activity(cards.prompt_card(prompt))])
+        self.store.update_conversation_ref(inv.session_id, {PROMPT_ID: activity_id})
+
+    def answer_prompt(self, session_id: str, prompt: Prompt, user: str, choice: str) -> None:
+        """Replace the prompt's buttons by who answered, for everyone."""
+        inv = self._inv(session_id)
+        prompt_id = (inv.conversation_ref or {}).get(PROMPT_ID)
+        if prompt_id:
+            self._update(inv, card_activity(cards.prompt_card(
+                prompt, user, choice, names=names_for(inv.conversation_ref)), str(prompt_id)))
+
+    def post_rca(self, thread: Thread, filename: str, markdown: str,
+                 summary: RcaSummary) -> None:
+        """Channels cannot take a file-consent upload: the summary card, then the report."""
+        inv = self._inv(thread.session_id)
+        parts = cards.split_report(markdown)
+        self._send(inv, [card_activity(cards.rca_card(summary, len(parts)))]
+                   + [text_activity(part) for part in parts])
+
+    def tell(self, channel: str, user: str, text: str, thread_ref: str | None = None) -> None:
+        """Teams has no ephemeral messages in channels: a note in the thread, naming them."""
+        inv = self.store.find_by_thread("teams", channel, thread_ref) if thread_ref else None
+        if inv is None:
+            log.warning("no Teams thread to tell %s: %s", user, text)
+            return
+        name = names_for(inv.conversation_ref)
+        self._send(inv, [text_activity(f"{name(user)}: {cards.with_names(text, name)}")])
+
+
+class TeamsDirectory:
+    """Who is who in Teams, for the approval rules (``bot.chat.ports.Directory``).
+
+    Membership: Teams delivers a card click only from someone who can see the card, so a
+    click (or mention) that came from the investigation's own channel counts as a member
+    (``CLICKED_IN``). Groups: Entra ID group ids, checked with ``groups(user, group_ids)``
+    (Microsoft Graph in production); nobody is in any group when that is not configured.
+    """
+
+    def __init__(self, groups: Callable[[str, list[str]], set[str]] | None = None) -> None:
+        self.groups = groups
+
+    def is_member(self, user: str, channel: str) -> bool:
+        return CLICKED_IN.get() == (user, channel)
+
+    def in_group(self, user: str, group: str) -> bool:
+        if self.groups is None:
+            return False
+        try:
+            return group in self.groups(user, [group])
+        except Exception:  # noqa: BLE001 - a Graph outage must refuse, not crash, the click
+            log.exception("could not check whether %s is in group %s", user, group)
+            return False

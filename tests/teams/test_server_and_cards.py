@@ -1,0 +1,109 @@
+"""The Teams endpoint refuses unauthenticated requests; settings are checked; the RCA splits;
+the app package (manifest and icons) is valid."""
+
+from __future__ import annotations
+
+import json
+import struct
+import urllib.error
+import urllib.request
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.teams import cards
+from tests.conftest import REPO_ROOT
+
+
+def _settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -> Any:
+    from bot.settings import Settings
+
+    for key in ("MicrosoftAppId", "MicrosoftAppPassword", "MicrosoftAppType",
+                "MicrosoftAppTenantId"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("GHOST_DATA_DIR", str(tmp_path / "data"))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_unauthenticated_requests_are_refused(store: Any, tmp_path: Path, loop: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.teams.app import build_teams, start_server, stop_server
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    settings = _settings(monkeypatch, tmp_path, MicrosoftAppId="app-id",
+                         MicrosoftAppPassword="secret", GEMINI_API_KEY="unused")
+    services = build_teams(settings, store, loop=loop)      # the real CloudAdapter
+    runner = start_server(services, "127.0.0.1", 0)
+    port = runner.addresses[0][1]
+    body = json.dumps({"type": "message", "text": "investigate x", "channelId": "msteams",
+                       "serviceUrl": "https://evil.example/", "conversation": {"id": "c"},
+                       "from": {"id": "u"}, "recipient": {"id": "b"}}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/messages", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 401
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as ok:
+            assert ok.read() == b"ok"
+    finally:
+        stop_server(services, runner)
+    assert not store.list_investigations()
+
+
+@pytest.mark.parametrize("env, missing", [
+    ({}, "MicrosoftAppId"),
+    ({"MicrosoftAppId": "a"}, "MicrosoftAppPassword"),
+    ({"MicrosoftAppId": "a", "MicrosoftAppType": "UserAssignedMSI"}, "MicrosoftAppTenantId"),
+    ({"MicrosoftAppId": "a", "MicrosoftAppType": "Anonymous"}, "not known"),
+])
+def test_settings_are_checked(env: dict[str, str], missing: str, tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.teams.app import TeamsSettingMissing, check_settings
+
+    with pytest.raises(TeamsSettingMissing, match=missing):
+        check_settings(_settings(monkeypatch, tmp_path, **env))
+
+
+def test_managed_identity_needs_no_password(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.teams.app import check_settings
+
+    check_settings(_settings(monkeypatch, tmp_path, MicrosoftAppId="mi-client-id",
+                             MicrosoftAppType="UserAssignedMSI", MicrosoftAppTenantId="t"))
+
+
+def test_the_report_is_split_at_line_ends_under_the_limit() -> None:
+    report = "".join(f"line {i} " + "x" * 80 + "\n" for i in range(1000))
+    parts = cards.split_report(report, limit=10_000)
+    assert len(parts) > 1 and all(len(p) <= 10_100 for p in parts)
+    assert parts[0].startswith(f"(part 1/{len(parts)})")
+    joined = "".join(p.split("\n\n", 1)[1] for p in parts)
+    assert joined == report
+    assert cards.split_report("short\n") == ["short\n"]
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    length, kind = struct.unpack(">I4s", data[8:16])
+    assert kind == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    assert zlib.crc32(data[12:16 + length]) == struct.unpack(">I", data[16 + length:20 + length])[0]
+    return width, height
+
+
+def test_app_package_manifest_and_icons() -> None:
+    folder = REPO_ROOT / "deploy" / "teams"
+    manifest = json.loads((folder / "manifest.template.json").read_text())
+    (bot,) = manifest["bots"]
+    assert bot["botId"] == "${MICROSOFT_APP_ID}" and manifest["id"] == "${MICROSOFT_APP_ID}"
+    assert set(bot["scopes"]) == {"team", "groupChat", "personal"}
+    titles = [c["title"] for c in bot["commandLists"][0]["commands"]]
+    assert titles == ["investigate", "status", "list", "cancel", "resume", "help"]
+    assert _png_size(folder / manifest["icons"]["color"]) == (192, 192)
+    assert _png_size(folder / manifest["icons"]["outline"]) == (32, 32)
