@@ -143,8 +143,12 @@ def worker(args: argparse.Namespace) -> int:
     _setup_logging()
     settings = load_settings()
     _require_gemini(settings)
-    # the worker posts into Slack but receives nothing from it: no signing secret needed
-    services = build_slack(settings, build_store(settings), socket_mode=True)
+    # the worker posts into Slack and/or Teams but receives nothing: no signing secret needed
+    store = build_store(settings)
+    slack = build_slack(settings, store, socket_mode=True) \
+        if settings.slack_bot_token or not settings.teams_configured else None
+    teams = _teams(settings, store, slack)
+    services: Any = teams or slack
     if args.once:
         from bot.worker import Worker
 
