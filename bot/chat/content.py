@@ -366,3 +366,23 @@ def rca_interrupted(session_id: str) -> str:
             "restarted or Slack did not answer. If the file is not in this thread, run "
             f"`/ghost resume {session_id}` to upload it again. The report is also saved in "
             "Ghost's audit directory.")
+
+
+def status_line(store: Any, sid: str, *, list_hint: str) -> str:
+    """`status [SID]` on any platform: one line about an investigation (default: the newest)."""
+    from core.errors import UnknownInvestigation
+
+    if sid:
+        try:
+            inv = store.get_investigation(sid)
+        except UnknownInvestigation:
+            return f"No investigation `{sid}`. `{list_hint}` shows recent ones."
+    else:
+        recent = store.list_investigations(limit=1)
+        if not recent:
+            return "No investigations yet."
+        inv = recent[0]
+    view = status_view(inv)
+    hyps = "; ".join(f"{h.id} {h.state}" for h in view.hypotheses) or "none yet"
+    return (f"`{view.session_id}` — {view.phase}. Turn {view.turn}/{view.max_turns}, "
+            f"denials {view.denials}, hypotheses: {hyps}.")

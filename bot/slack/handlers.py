@@ -13,7 +13,7 @@ from typing import Any
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
-from bot.chat.content import HELP, list_lines, status_view
+from bot.chat.content import HELP, list_lines, status_line, status_view
 from bot.chat.decisions import Decider, DecisionRequest
 from bot.chat.runtime import ChatRuntime, NotWaiting
 from bot.chat.steering import why_not_steer
@@ -100,20 +100,7 @@ class Handlers:
             ack(text=f"I don't know `{verb}`.\n{HELP}")
 
     def _status_text(self, sid: str) -> str:
-        if sid:
-            try:
-                inv = self.store.get_investigation(sid)
-            except UnknownInvestigation:
-                return f"No investigation `{sid}`. `/ghost list` shows recent ones."
-        else:
-            recent = self.store.list_investigations(limit=1)
-            if not recent:
-                return "No investigations yet."
-            inv = recent[0]
-        view = status_view(inv)
-        hyps = "; ".join(f"{h.id} {h.state}" for h in view.hypotheses) or "none yet"
-        return (f"`{view.session_id}` — {view.phase}. Turn {view.turn}/{view.max_turns}, "
-                f"denials {view.denials}, hypotheses: {hyps}.")
+        return status_line(self.store, sid, list_hint="/ghost list")
 
     # ------------------------------------------------------------------ approvals
     def approve(self, ack: Ack, body: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from botbuilder.core import TurnContext
 from botbuilder.core.teams import TeamsActivityHandler
 from botbuilder.schema import Activity, AdaptiveCardInvokeResponse, AdaptiveCardInvokeValue
 
-from bot.chat.content import HELP, StatusView, list_lines, status_view
+from bot.chat.content import HELP, StatusView, list_lines, status_line, status_view
 from bot.chat.decisions import Decider, DecisionRequest, DecisionResult
 from bot.chat.runtime import ChatRuntime, NotWaiting
 from bot.chat.steering import why_not_steer
@@ -144,20 +144,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
                              channel=inv.channel_ref, requester=inv.requested_by)
 
     def _status_text(self, sid: str) -> str:
-        if sid:
-            try:
-                inv = self.store.get_investigation(sid)
-            except UnknownInvestigation:
-                return f"No investigation `{sid}`. `@Ghost list` shows recent ones."
-        else:
-            recent = self.store.list_investigations(limit=1)
-            if not recent:
-                return "No investigations yet."
-            inv = recent[0]
-        view = status_view(inv)
-        hyps = "; ".join(f"{h.id} {h.state}" for h in view.hypotheses) or "none yet"
-        return (f"`{view.session_id}` — {view.phase}. Turn {view.turn}/{view.max_turns}, "
-                f"denials {view.denials}, hypotheses: {hyps}.")
+        return status_line(self.store, sid, list_hint="@Ghost list")
 
     # ------------------------------------------------------------------ card clicks
     async def on_adaptive_card_invoke(self, turn_context: TurnContext,
