@@ -368,8 +368,9 @@ def rca_interrupted(session_id: str) -> str:
             "Ghost's audit directory.")
 
 
-def status_line(store: Any, sid: str, *, list_hint: str) -> str:
-    """`status [SID]` on any platform: one line about an investigation (default: the newest)."""
+def status_line(store: Any, sid: str, *, list_hint: str, captures: bool = False) -> str:
+    """`status [SID]` on any platform: one line about an investigation (default: the newest);
+    with ``captures``, the status message's Captures lines under it (``capture_lines``)."""
     from core.errors import UnknownInvestigation
 
     if sid:
@@ -384,5 +385,7 @@ def status_line(store: Any, sid: str, *, list_hint: str) -> str:
         inv = recent[0]
     view = status_view(inv)
     hyps = "; ".join(f"{h.id} {h.state}" for h in view.hypotheses) or "none yet"
-    return (f"`{view.session_id}` — {view.phase}. Turn {view.turn}/{view.max_turns}, "
+    line = (f"`{view.session_id}` — {view.phase}. Turn {view.turn}/{view.max_turns}, "
             f"denials {view.denials}, hypotheses: {hyps}.")
+    tasks = capture_lines(inv.conversation_ref) if captures else ()
+    return line + ("\nCaptures:" + "".join(f"\n• {t}" for t in tasks) if tasks else "")

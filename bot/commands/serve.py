@@ -91,14 +91,13 @@ def serve(args: argparse.Namespace) -> int:
         if slack is None:
             stop.wait()
         elif socket_mode:
-            from slack_bolt.adapter.socket_mode import SocketModeHandler
+            from bot.slack.socket_mode import connect_socket_mode
 
-            handler = SocketModeHandler(slack.app, settings.slack_app_token)
-            handler.connect()  # type: ignore[no-untyped-call]
+            handler = connect_socket_mode(slack.app, settings.slack_app_token or "")
             log.info("Ghost is connected to Slack (Socket Mode)%s.",
                      " with a worker" if run_worker else "")
             stop.wait()
-            handler.close()  # type: ignore[no-untyped-call]
+            handler.close()
         else:
             from bot.slack.http import make_server
 

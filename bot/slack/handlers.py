@@ -100,7 +100,8 @@ class Handlers:
             ack(text=f"I don't know `{verb}`.\n{HELP}")
 
     def _status_text(self, sid: str) -> str:
-        return status_line(self.store, sid, list_hint="/ghost list")
+        """The status line plus each capture's task id, state and poll count."""
+        return status_line(self.store, sid, list_hint="/ghost list", captures=True)
 
     # ------------------------------------------------------------------ approvals
     def approve(self, ack: Ack, body: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ from bot.chat.runtime import ChatRuntime
 from bot.settings import Settings
 from bot.teams.bot import GhostTeamsBot
 from bot.teams.loop import LoopThread
-from bot.teams.port import TeamsDirectory, TeamsPort
+from bot.teams.port import Delivery, TeamsDirectory, TeamsPort
 from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy
 
@@ -90,15 +90,19 @@ def teams_policy(settings: Settings) -> ApprovalPolicy:
 def build_teams(settings: Settings, store: Any, *, adapter: BotAdapter | None = None,
                 brain: Any = None, loop: LoopThread | None = None,
                 groups: Callable[[str, list[str]], set[str]] | None = None,
-                other_ports: dict[str, ChatPort] | None = None) -> TeamsServices:
-    """The Teams services; ``other_ports`` (e.g. Slack's) share the one runtime and worker."""
+                other_ports: dict[str, ChatPort] | None = None,
+                delivery: Delivery | None = None) -> TeamsServices:
+    """The Teams services; ``other_ports`` (e.g. Slack's) share the one runtime and worker.
+
+    ``delivery`` paces and retries posts (tests pass one with a fake clock and sleep).
+    """
     from bot.bootstrap import build_chat_engine
     from bot.teams.graph import graph_groups
 
     adapter = adapter or cloud_adapter(settings)
     loop = loop or LoopThread()
     policy = teams_policy(settings)
-    port = TeamsPort(adapter, settings.teams_app_id, store, loop, policy)
+    port = TeamsPort(adapter, settings.teams_app_id, store, loop, policy, delivery)
     ports: dict[str, ChatPort] = {**(other_ports or {}), PLATFORM: port}
     runtime = build_chat_engine(settings, store, brain=brain, port_for=ports.get)
     directory = TeamsDirectory(groups if groups is not None else graph_groups(settings))

@@ -23,7 +23,15 @@ from bot.chat.runtime import ChatRuntime, NotWaiting
 from bot.chat.steering import why_not_steer
 from bot.chat.threads import begin_in_thread
 from bot.teams import cards
-from bot.teams.port import CLICKED_IN, NAME, REF, TeamsPort, names_for, thread_reference
+from bot.teams.port import (
+    CLICKED_IN,
+    GROUP_CHECK_FAILED,
+    NAME,
+    REF,
+    TeamsPort,
+    names_for,
+    thread_reference,
+)
 from core.errors import GhostError, UnknownInvestigation
 
 log = logging.getLogger(__name__)
@@ -179,6 +187,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         if verb == cards.MODIFY and not str(data.get("command") or "").strip():
             return self._card_for(approval_id, notice="Enter the command to run, then Submit "
                                                       "edit. Nothing was changed.")
+        GROUP_CHECK_FAILED.set(None)
         result = self.decider.decide(DecisionRequest(
             approval_id, user, verb, reason=_text(data.get("reason")),
             new_command=_text(data.get("command"))))
@@ -186,7 +195,10 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
             self.runtime.close_card(approval_id, result.outcome)
             self.runtime.kick()
             return self._card_for(approval_id, result)
-        return self._card_for(approval_id, result, notice=result.message)
+        graph_trouble = GROUP_CHECK_FAILED.get()  # fail closed, but say what to fix
+        notice = (f"{result.message} Group membership could not be checked: {graph_trouble}"
+                  if graph_trouble else result.message)
+        return self._card_for(approval_id, result, notice=notice)
 
     def _card_for(self, approval_id: str, result: DecisionResult | None = None, *,
                   notice: str | None = None) -> cards.Card:

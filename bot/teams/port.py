@@ -3,19 +3,31 @@
 Every post goes through ``adapter.continue_conversation`` with the conversation reference stored
 in the investigation's ``conversation_ref`` (key ``teams``), so a worker in any process, after any
 restart, posts into the right thread. Cards are updated with ``update_activity`` — for everyone,
-which an invoke response alone does not do.
+which an invoke response alone does not do. Each post or update is paced per conversation and
+retried when the Bot Framework connector answers 429 (:class:`Delivery`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from functools import partial
+from typing import Any, TypeVar
 
 from botbuilder.core import BotAdapter, TurnContext
-from botbuilder.schema import Activity, ActivityTypes, Attachment, ConversationReference
+from botbuilder.schema import (
+    Activity,
+    ActivityTypes,
+    Attachment,
+    ConversationReference,
+    ErrorResponseException,
+)
 
 from bot.chat.content import (
     ApprovalCard,
@@ -33,10 +45,108 @@ from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: (actor, channel) of the card click being handled; set by the bot around each decision.
 CLICKED_IN: ContextVar[tuple[str, str] | None] = ContextVar("ghost_teams_click", default=None)
+#: Why a group check failed during the click being handled (a Graph error), for the clicker.
+GROUP_CHECK_FAILED: ContextVar[str | None] = ContextVar("ghost_teams_group_error", default=None)
 REF, STATUS_ID, PROMPT_ID, NAME = "teams", "teams_status_id", "teams_prompt_id", "name:"
+
+
+class TeamsRateLimited(GhostError):
+    """The connector kept answering 429 after every attempt; the post was not delivered."""
+
+
+def throttled(exc: BaseException) -> bool:
+    """Whether ``exc`` is the connector's HTTP 429 (msrest keeps aiohttp's response)."""
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", getattr(response, "status", None))
+    return isinstance(exc, ErrorResponseException) and status == 429
+
+
+def retry_after(exc: BaseException, now: Callable[[], datetime] | None = None) -> float | None:
+    """The 429's Retry-After in seconds (a number or an HTTP date); None when absent."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    value = next((str(v) for k, v in dict(headers).items() if str(k).lower() == "retry-after"),
+                 None)
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    current = now() if now else datetime.now(UTC)
+    return max((when - current).total_seconds(), 0.0)
+
+
+class Delivery:
+    """Paces Teams posts per conversation and retries the connector's 429s.
+
+    Teams throttles a bot per conversation (thread); about one message a second keeps a busy
+    investigation under it, like Slack's pacing. Waits happen in the caller's thread (a worker,
+    or a handler's ``asyncio.to_thread``), never on the event loop. ``clock`` and ``sleep`` are
+    injectable so tests never sleep.
+    """
+
+    def __init__(self, interval_s: float = 1.0, *, max_attempts: int = 5,
+                 max_wait_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.interval_s = interval_s
+        self.max_attempts = max(1, max_attempts)
+        self.max_wait_s = max_wait_s
+        self.clock = clock
+        self.sleep = sleep
+        self._next: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def pace(self, conversation: str) -> float:
+        """Reserve the conversation's next slot and sleep until it; returns the wait."""
+        with self._lock:
+            now = self.clock()
+            slot = max(now, self._next.get(conversation, now))
+            self._next[conversation] = slot + self.interval_s
+        delay = slot - now
+        if delay > 0:
+            self.sleep(delay)
+        return delay
+
+    def _hold(self, conversation: str, wait: float) -> None:
+        """After a 429, other posts to the conversation wait out the Retry-After too."""
+        with self._lock:
+            until = self.clock() + wait
+            self._next[conversation] = max(self._next.get(conversation, until), until)
+
+    def deliver(self, conversation: str, what: str, call: Callable[[], T]) -> T:
+        """``call()`` paced, retried on 429 up to ``max_attempts`` times in all."""
+        for attempt in range(1, self.max_attempts + 1):
+            self.pace(conversation)
+            try:
+                return call()
+            except ErrorResponseException as exc:
+                if not throttled(exc):
+                    raise
+                wait = retry_after(exc)
+                if attempt == self.max_attempts:
+                    log.error("Teams rate limit: the connector answered 429 to %s in %s %d "
+                              "times; giving up, the message was not delivered", what,
+                              conversation, attempt)
+                    raise TeamsRateLimited(
+                        f"Teams kept throttling Ghost's {what} (HTTP 429, {attempt} attempts).",
+                        "The message was not delivered: Teams is throttling this thread or the "
+                        "tenant's bots; see the bot's log for the conversation.") from exc
+                if wait is None:
+                    wait = min(2.0 ** attempt, self.max_wait_s)
+                wait = min(wait, self.max_wait_s)
+                log.warning("Teams rate limit: 429 on %s in %s; retrying in %.1fs "
+                            "(attempt %d of %d)", what, conversation, wait, attempt,
+                            self.max_attempts)
+                self._hold(conversation, wait)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
 def card_activity(content: cards.Card, activity_id: str | None = None) -> Activity:
@@ -79,12 +189,13 @@ class TeamsPort:
     """Implements ``bot.chat.ports.ChatPort`` with botbuilder, from any thread."""
 
     def __init__(self, adapter: BotAdapter, app_id: str | None, store: Any, loop: LoopThread,
-                 policy: ApprovalPolicy) -> None:
+                 policy: ApprovalPolicy, delivery: Delivery | None = None) -> None:
         self.adapter = adapter
         self.app_id = app_id
         self.store = store
         self.loop = loop
         self.policy = policy
+        self.delivery = delivery or Delivery()
 
     # ------------------------------------------------------------------ plumbing
     def _inv(self, session_id: str) -> Any:
@@ -98,16 +209,18 @@ class TeamsPort:
         return ConversationReference().deserialize(stored)
 
     def _send(self, inv: Any, activities: list[Activity]) -> list[str]:
+        """Each activity on its own, paced and retried, so a 429 never re-sends earlier ones."""
         ref = self._ref(inv)
-        ids: list[str] = []
+        return [self.delivery.deliver(str(ref.conversation.id), "post",
+                                      partial(self._send_one, ref, activity))
+                for activity in activities]
 
-        async def send(ctx: TurnContext) -> None:
-            for activity in activities:
-                response = await ctx.send_activity(activity)
-                ids.append(str(response.id) if response and response.id else "")
+    def _send_one(self, ref: ConversationReference, activity: Activity) -> str:
+        async def send(ctx: TurnContext) -> str:
+            response = await ctx.send_activity(activity)
+            return str(response.id) if response and response.id else ""
 
-        self.loop.run(self.adapter.continue_conversation(ref, send, self.app_id))
-        return ids
+        return self._proactive(ref, send) or ""
 
     def _update(self, inv: Any, activity: Activity) -> None:
         ref = self._ref(inv)
@@ -115,7 +228,31 @@ class TeamsPort:
         async def update(ctx: TurnContext) -> None:
             await ctx.update_activity(activity)
 
-        self.loop.run(self.adapter.continue_conversation(ref, update, self.app_id))
+        self.delivery.deliver(str(ref.conversation.id), "card update",
+                              partial(self._proactive, ref, update))
+
+    def _proactive(self, ref: ConversationReference,
+                   action: Callable[[TurnContext], Awaitable[T]]) -> T | None:
+        """Run ``action`` in a proactive turn, handing a 429 back to this thread to retry.
+
+        botbuilder's pipeline gives a turn's exceptions to ``on_turn_error`` (which logs them),
+        so the connector's 429 would never reach :class:`Delivery`; it is caught here instead.
+        """
+        result: list[T] = []
+        throttle: list[ErrorResponseException] = []
+
+        async def turn(ctx: TurnContext) -> None:
+            try:
+                result.append(await action(ctx))
+            except ErrorResponseException as exc:
+                if not throttled(exc):
+                    raise
+                throttle.append(exc)
+
+        self.loop.run(self.adapter.continue_conversation(ref, turn, self.app_id))
+        if throttle:
+            raise throttle[0]
+        return result[0] if result else None
 
     def teams_card(self, card: ApprovalCard) -> ApprovalCard:
         """The 'who can approve' line by the Teams approvers (Entra ID users and groups)."""
@@ -214,6 +351,12 @@ class TeamsDirectory:
             return False
         try:
             return group in self.groups(user, [group])
+        except GhostError as exc:  # a GraphError says what to fix; refuse, tell the clicker
+            log.error("could not check whether %s is in group %s: %s", user, group, exc)
+            GROUP_CHECK_FAILED.set(str(exc))
+            return False
         except Exception:  # noqa: BLE001 - a Graph outage must refuse, not crash, the click
             log.exception("could not check whether %s is in group %s", user, group)
+            GROUP_CHECK_FAILED.set("Ghost could not check Entra ID group membership; see the "
+                                   "bot's log.")
             return False

@@ -3,6 +3,8 @@
 It answers the methods Ghost uses, records every call (method, arguments, time), serves the
 upload URL that ``files_upload_v2`` gets from ``files.getUploadURLExternal`` (pointing back at
 itself), keeps posted messages so a test can read a thread, and can answer 429 with Retry-After.
+``apps.connections.open`` answers with ``socket_url`` (a ``FakeSocketMode`` on 127.0.0.1), so
+Socket Mode runs for real: slack_sdk's built-in client connects to it and acks over it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -37,6 +40,9 @@ class FakeSlack:
         self.files: dict[str, dict[str, Any]] = {}
         self.rate_limited: dict[str, int] = {}
         self.fail: dict[str, str] = {}
+        #: what ``apps.connections.open`` hands out (a ``FakeSocketMode.url``)
+        self.socket_url: str | None = None
+        self._changed = threading.Condition()
         self._ts = itertools.count(1)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -59,6 +65,23 @@ class FakeSlack:
     def called(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
 
+    def wait_for(self, method: str, timeout: float = 5.0,
+                 match: Callable[[Call], bool] = lambda _c: True) -> Call:
+        """The first ``method`` call that ``match``es, waiting for one made by another thread
+        (a listener that runs after its ack) instead of sleeping."""
+        def found() -> Call | None:
+            return next((c for c in self.called(method) if match(c)), None)
+        with self._changed:
+            self._changed.wait_for(lambda: found() is not None, timeout)
+        call = found()
+        assert call is not None, f"no matching {method} within {timeout}s: {self.calls}"
+        return call
+
+    def _record(self, call: Call) -> None:
+        with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+
     def thread(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
         """Messages posted in a thread (replies), in order, as last updated."""
         return [m for (ch, _ts), m in sorted(self.messages.items(), key=lambda kv: float(
@@ -74,7 +97,7 @@ class FakeSlack:
     # ------------------------------------------------------------------ answering
     def _answer(self, method: str, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self._lock:
-            self.calls.append(Call(method, args))
+            self._record(Call(method, args))
             if self.rate_limited.get(method):
                 self.rate_limited[method] -= 1
                 return 429, {"ok": False, "error": "ratelimited"}
@@ -86,6 +109,10 @@ class FakeSlack:
         if method == "auth.test":
             return {"ok": True, "user_id": "UGHOST", "bot_id": "BGHOST", "team_id": "T1",
                     "user": "ghost"}
+        if method == "apps.connections.open":
+            if not self.socket_url:
+                return {"ok": False, "error": "not_allowed_token_type"}
+            return {"ok": True, "url": self.socket_url}
         if method == "chat.postMessage":
             ts = f"1700000000.{next(self._ts):06d}"
             channel = str(args["channel"])
@@ -142,11 +169,11 @@ class FakeSlack:
                 if path.startswith("/upload/"):
                     file_id = path.rsplit("/", 1)[1]
                     fake.uploads[file_id] = raw
-                    fake.calls.append(Call("upload", {"file_id": file_id, "bytes": len(raw)}))
+                    fake._record(Call("upload", {"file_id": file_id, "bytes": len(raw)}))
                     self._send(200, b"OK - " + str(len(raw)).encode(), "text/plain")
                     return
                 if path.startswith("/respond/"):
-                    fake.calls.append(Call("response_url", json.loads(raw or b"{}")))
+                    fake._record(Call("response_url", json.loads(raw or b"{}")))
                     self._send(200, b"ok", "text/plain")
                     return
                 method = path.rsplit("/", 1)[-1]
@@ -174,3 +201,87 @@ class FakeSlack:
                 self.wfile.write(body)
 
         return Handler
+
+
+class FakeSocketMode:
+    """Slack's Socket Mode end on 127.0.0.1: accepts the app's WebSocket, lets the test push
+    envelopes the way Slack does (``hello``, then ``slash_commands`` …) and records what the app
+    sends back (acks: ``{"envelope_id": …, "payload": …}``).
+
+    The server side uses ``websockets`` (already installed, for google-genai); the app side is
+    slack_sdk's built-in client, which needs no websocket library.
+    """
+
+    def __init__(self) -> None:
+        from websockets.sync.server import serve
+
+        self.received: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self._connection: Any = None
+        self._changed = threading.Condition()
+        self._server = serve(self._session, "127.0.0.1", 0, ping_interval=None)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        port = self._server.socket.getsockname()[1]
+        return f"ws://127.0.0.1:{port}/link/?ticket=test-ticket&app_id=A0GHOST"
+
+    def start(self) -> FakeSocketMode:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._thread.join(timeout=5)
+
+    def _session(self, connection: Any) -> None:
+        """One app connection: remember it, then record every text frame it sends."""
+        with self._changed:
+            self._connection = connection
+            self.paths.append(str(connection.request.path))
+            self._changed.notify_all()
+        try:
+            for raw in connection:
+                if isinstance(raw, str) and raw.startswith("{"):
+                    with self._changed:
+                        self.received.append(json.loads(raw))
+                        self._changed.notify_all()
+        except Exception:  # noqa: BLE001 - the app closing its socket ends the session
+            return
+
+    def drop(self) -> None:
+        """Close the app's socket from Slack's side. slack_sdk's ``close()`` otherwise waits
+        for its reader's receive timeout (about 3 s) before it can shut the socket."""
+        if self._connection is not None:
+            self._connection.close()
+
+    def wait_connected(self, timeout: float = 10.0) -> None:
+        with self._changed:
+            assert self._changed.wait_for(lambda: self._connection is not None, timeout), \
+                "the app never opened the Socket Mode connection"
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.wait_connected()
+        self._connection.send(json.dumps(message))
+
+    def hello(self) -> None:
+        self.send({"type": "hello", "num_connections": 1,
+                   "debug_info": {"host": "applink-test", "approximate_connection_time": 18060},
+                   "connection_info": {"app_id": "A0GHOST"}})
+
+    def slash(self, envelope_id: str, payload: dict[str, Any]) -> None:
+        """A slash command as Slack sends it over the socket."""
+        self.send({"envelope_id": envelope_id, "type": "slash_commands",
+                   "accepts_response_payload": True, "payload": payload})
+
+    def ack(self, envelope_id: str, timeout: float = 5.0) -> dict[str, Any]:
+        """The app's acknowledgement of ``envelope_id``, waiting for it."""
+        def found() -> dict[str, Any] | None:
+            return next((m for m in self.received if m.get("envelope_id") == envelope_id),
+                        None)
+        with self._changed:
+            self._changed.wait_for(lambda: found() is not None, timeout)
+            ack = found()
+        assert ack is not None, f"no ack for {envelope_id} within {timeout}s: {self.received}"
+        return ack

@@ -22,6 +22,7 @@ from botbuilder.schema import (
 )
 
 from bot.teams.loop import LoopThread
+from bot.teams.port import Delivery
 
 CHANNEL = "19:incident@thread.tacv2"
 TENANT = "tenant-1"
@@ -45,6 +46,21 @@ class RecordingAdapter(TestAdapter):  # type: ignore[misc]
         return out
 
 
+class FakeTime:
+    """A clock that only moves when slept on: pacing and retries are asserted, never waited."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
 @dataclass
 class TeamsHarness:
     services: Any
@@ -52,6 +68,7 @@ class TeamsHarness:
     worker: Any
     store: Any
     loop: LoopThread
+    time: FakeTime = field(default_factory=FakeTime)
     roots: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------ acting as Teams
@@ -117,7 +134,8 @@ def content(activity: Any) -> str:
 
 
 def make_harness(store: Any, data_dir: Path, monkeypatch: pytest.MonkeyPatch,
-                 loop: LoopThread, groups: Any = None, **env: str) -> TeamsHarness:
+                 loop: LoopThread, groups: Any = None, adapter: Any = None,
+                 **env: str) -> TeamsHarness:
     from bot.settings import Settings
     from bot.teams.app import build_teams
     from bot.worker import Worker
@@ -129,16 +147,18 @@ def make_harness(store: Any, data_dir: Path, monkeypatch: pytest.MonkeyPatch,
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    adapter = RecordingAdapter()
+    adapter = adapter or RecordingAdapter()
+    fake_time = FakeTime()
+    delivery = Delivery(clock=fake_time.clock, sleep=fake_time.sleep)
     services = build_teams(settings, store, adapter=adapter, loop=loop,
-                           groups=groups or (lambda _u, _g: set()))
+                           groups=groups or (lambda _u, _g: set()), delivery=delivery)
     adapter.logic = services.bot.on_turn
     runtime = services.runtime
     worker = Worker(store=store, engine=runtime.engine, shell_for=runtime.shell_for,
                     after=runtime.after_advance, failed=runtime.failed, owner="teams-worker",
                     lease_seconds=30)
     return TeamsHarness(services=services, adapter=adapter, worker=worker, store=store,
-                        loop=loop)
+                        loop=loop, time=fake_time)
 
 
 @pytest.fixture
