@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from functools import lru_cache
 from typing import Final
 from urllib.parse import unquote
 
@@ -20,6 +21,7 @@ WIRESERVER_V4: Final = ipaddress.IPv4Address("168.63.129.16")
 _LINK_LOCAL_V4: Final = ipaddress.IPv4Network("169.254.0.0/16")
 _NAT64: Final = ipaddress.IPv6Network("64:ff9b::/96")
 _COMPAT: Final = ipaddress.IPv6Network("::/96")
+_TRANSLATED: Final = ipaddress.IPv6Network("::ffff:0:0:0/96")
 
 #: Host names that are, or commonly alias, a metadata service.
 METADATA_NAMES: Final = frozenset({
@@ -33,6 +35,7 @@ LOOPBACK_NAMES: Final = frozenset({"localhost", "localhost.localdomain", "ip6-lo
 
 _SPLIT_RE = re.compile(r"[/@=,?#\[\]\s;&|'\"()<>{}\\]+")
 _V4_PART_RE = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
+_DIGIT_RE = re.compile(r"[0-9]")
 
 
 def parse_ipv4_loose(text: str) -> ipaddress.IPv4Address | None:
@@ -87,7 +90,7 @@ def embedded_ipv4(addr: IPAddress) -> ipaddress.IPv4Address | None:
         return addr.ipv4_mapped
     if addr.sixtofour is not None:
         return addr.sixtofour
-    if addr in _NAT64 or (addr in _COMPAT and int(addr) > 1):
+    if addr in _NAT64 or addr in _TRANSLATED or (addr in _COMPAT and int(addr) > 1):
         return ipaddress.IPv4Address(int(addr) & 0xFFFFFFFF)
     return None
 
@@ -100,13 +103,19 @@ def candidate_hosts(word: str) -> set[str]:
         for piece in _SPLIT_RE.split(text):
             if not piece:
                 continue
-            found.add(piece)
-            if ":" in piece:
-                found.update(p for p in piece.split(":") if p)
-                # scheme://host:port and v6 with a :port suffix
-                head = piece.rsplit(":", 1)[0]
-                if head:
-                    found.add(head)
+            pieces = [piece]
+            if piece.startswith("-"):
+                # an option with its value attached: -x2852039166, --proxy169.254.169.254
+                bare = piece.lstrip("-")
+                pieces += [p for p in (bare, bare[1:]) if p]
+            for item in pieces:
+                found.add(item)
+                if ":" in item:
+                    found.update(p for p in item.split(":") if p)
+                    # scheme://host:port and v6 with a :port suffix
+                    head = item.rsplit(":", 1)[0]
+                    if head:
+                        found.add(head)
     return found
 
 
@@ -137,7 +146,16 @@ def word_addresses(word: str) -> list[IPAddress]:
     return out
 
 
+@lru_cache(maxsize=8192)
 def word_hits_metadata(word: str) -> bool:
+    """Does the word spell the metadata service (any address form or a known alias)?
+
+    Cached: a hostile 1 MB command repeats the same words, and Tier 0 checks every one.
+    """
+    if not _DIGIT_RE.search(word):
+        # every address spelling has a digit; only the names remain to check
+        low = word.lower()
+        return any(name in low for name in METADATA_NAMES)
     if any(is_metadata_address(a) for a in word_addresses(word)):
         return True
     cands = candidate_hosts(word)
@@ -146,7 +164,10 @@ def word_hits_metadata(word: str) -> bool:
     return any(s in c for c in cands for s in _IMDS_SUBSTRINGS)
 
 
+@lru_cache(maxsize=8192)
 def word_hits_wireserver(word: str) -> bool:
+    if not _DIGIT_RE.search(word):
+        return False
     if any(is_wireserver_address(a) for a in word_addresses(word)):
         return True
     return any(s in c for c in candidate_hosts(word)

@@ -142,20 +142,25 @@ _SEGMENT_RE = re.compile(r"[;&|\n\r`()<>{}]|\$\(")
 _DROP_RE = re.compile(r"['\"\\]")
 
 
+_ASCII_INVISIBLE_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def normalize_hostile(text: str) -> str:
     """Fold look-alikes (NFKC), drop invisible characters and lowercase, for Tier 0 scans."""
+    if text.isascii():
+        # the same result as the loop below, at C speed for the common (and the 1 MB) case
+        return _ASCII_INVISIBLE_RE.sub("", text).lower()
     folded = unicodedata.normalize("NFKC", text)
-    kept = []
-    for char in folded:
+    table: dict[int, str | None] = {}
+    for char in set(folded):
         if char in "\n\r\t":
-            kept.append(char)
-        elif unicodedata.category(char) in _INVISIBLE_CATEGORIES:
             continue
-        elif unicodedata.category(char) == "Zs":
-            kept.append(" ")
-        else:
-            kept.append(char)
-    return "".join(kept).lower()
+        category = unicodedata.category(char)
+        if category in _INVISIBLE_CATEGORIES:
+            table[ord(char)] = None
+        elif category == "Zs":
+            table[ord(char)] = " "
+    return folded.translate(table).lower()
 
 
 def tolerant_segments(normalized: str) -> list[list[str]]:

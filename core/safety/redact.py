@@ -1,23 +1,37 @@
 """Remove secrets from command output and command lines before they are stored or shown.
 
 Design rules:
-- Every pattern starts at a literal or behind a negative look-behind boundary, and has no
-  nested unbounded quantifiers, so each start position costs a bounded amount of work and no
-  input can make redaction slow (tests feed 1 MB adversarial inputs).
-- Key/value secrets are found by the value's *name* (password, client_secret, AccountKey, ...);
-  names are judged in Python after a cheap regex hit, so innocent neighbours (tokenType,
-  sshPublicKey, skipToken, tags named "key") are left alone.
+- Linear time: every pattern starts at a literal or behind a negative look-behind boundary, with
+  no nested unbounded quantifiers, and every scan window is bounded, so no input can make
+  redaction slow (tests feed 1 MB adversarial inputs).
+- Token-shaped secrets (JWTs, GitHub/Slack/AWS tokens, PEM blocks ...) are found by form
+  (`secret_patterns`); key/value secrets by the *name* that holds them (`secret_names`), so
+  innocent neighbours are left alone.
 - Innocent output stays byte-identical: IPs, GUIDs, resource IDs, MACs, hex hashes, DNSKEY and
-  RRSIG records, certificates and SSH fingerprints have no pattern that can match them.
+  RRSIG records, certificates and SSH fingerprints have no pattern that can match them, and the
+  bare 88-character key rule skips DNS records and public PEM blocks.
+- JSON stays parseable: values inside JSON strings are replaced inside the quotes, and a bare
+  JSON value is replaced by a quoted marker.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
+
+from core.safety.secret_names import (
+    ambiguous_name,
+    credential_like,
+    is_placeholder,
+    looks_empty,
+    normalise_name,
+    secret_name,
+)
+from core.safety.secret_patterns import PROGRAM_FLAGS, TOKEN_PATTERNS
 
 MARK: Final = "[REDACTED:{}]"
 
@@ -30,143 +44,65 @@ class RedactionResult:
     kinds: dict[str, int] = field(default_factory=dict)
 
 
-# ---- names of secret-bearing fields ------------------------------------------------------------
-
-_KEY_QUALIFIERS: Final = (
-    "account", "access", "shared", "sharedaccess", "primary", "secondary", "private", "api",
-    "secret", "master", "subscription", "admin", "query", "function", "functions", "storage",
-    "service", "signing", "sas", "client", "app", "apim", "auth", "encryption", "session",
-    "license", "webhook", "host_function", "system", "masterkey", "readonly", "readwrite",
-    "x-api", "x_api", "xapi", "ocp-apim-subscription",
-)
-_NOT_SECRET_NAMES: Final = frozenset({
-    "skiptoken", "$skiptoken", "continuationtoken", "nexttoken", "pagetoken", "synctoken",
-    "paginationtoken", "tokentype", "token_type", "maxtokens", "max_tokens", "pwd", "oldpwd",
-    "usetoken", "tokenendpoint", "nextpagetoken", "resumetoken", "cancellationtoken",
-    "x-ms-continuation-token", "continuation-token", "ms-continuation-token",
-})
-_NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.$")
-_FALSE_VALUES: Final = frozenset({"", "null", "true", "false", "none", "nil", "undefined",
-                                  "[]", "{}", "''", '""'})
-
-
-def _secret_name(name: str) -> bool:
-    """Does a field/option/variable with this name hold a secret value?"""
-    name = name.lower().strip("-_.$")
-    if not name or name in _NOT_SECRET_NAMES:
-        return False
-    if name.endswith(("password", "passwd", "passphrase", "secret", "secrets", "credential",
-                      "credentials", "connectionstring", "connection_string",
-                      "connection-string", "token", "tokens")):
-        return not any(name.endswith(n) for n in _NOT_SECRET_NAMES)
-    if name.endswith("pwd") or name in ("auth", "sig"):
-        return True
-    for suffix in ("keys", "key"):
-        if name.endswith(suffix):
-            prefix = name[: -len(suffix)].rstrip("_-.")
-            return bool(prefix) and prefix.endswith(_KEY_QUALIFIERS)
-    return False
-
-
-def _looks_empty(value: str) -> bool:
-    v = value.strip().lower()
-    return (v in _FALSE_VALUES or v.startswith(("[redacted", "{", "[")) or set(v) <= {"*"}
-            or (v.isdigit() and len(v) <= 10))
-
-
-# ---- the patterns ------------------------------------------------------------------------------
-
-_PEM_BEGIN_RE: Final = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BEGIN_RE: Final = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END_RE: Final = re.compile(r"-----END (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
-
-# (kind, pattern); the named group "s" is replaced when present, else the whole match.
-_TOKEN_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("url_password", re.compile(
-        r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@\"'<>]{0,256}:"
-        r"(?P<s>[^\s/@\"'<>]{1,512})@")),
-    ("jwt", re.compile(
-        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*")),
-    ("bearer_token", re.compile(r"(?i)\bbearer[ \t]{1,10}(?P<s>[A-Za-z0-9._~+/=-]{8,})")),
-    ("authorization_header", re.compile(
-        r"(?i)(?<![A-Za-z0-9_-])(?:proxy-)?authorization[\"']?[ \t]{0,5}[:=][ \t]{0,5}[\"']?"
-        r"(?P<s>[^\r\n\"']{1,4096})")),
-    ("credential_header", re.compile(
-        r"(?i)(?<![A-Za-z0-9_-])(?:set-cookie|cookie|x-api-key|api-key|"
-        r"ocp-apim-subscription-key|x-functions-key|x-ms-token-[a-z-]{1,40}|x-auth-token)"
-        r"[\"']?[ \t]{0,5}:[ \t]{0,5}[\"']?(?P<s>[^\r\n\"']{1,4096})")),
-    ("slack_token", re.compile(r"(?<![A-Za-z0-9-])(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}")),
-    ("slack_webhook", re.compile(
-        r"hooks\.slack\.com/(?:services|workflows)/(?P<s>[A-Za-z0-9/_-]{8,})")),
-    ("google_api_key", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}")),
-    ("google_oauth", re.compile(
-        r"(?<![A-Za-z0-9_-])(?:ya29\.[0-9A-Za-z_-]{20,}|GOCSPX-[A-Za-z0-9_-]{20,})")),
-    ("github_token", re.compile(
-        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})")),
-    ("aws_access_key_id", re.compile(
-        r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}"
-        r"(?![A-Z0-9])")),
-    ("api_token", re.compile(
-        r"(?<![A-Za-z0-9_-])(?:sk_live_[A-Za-z0-9]{16,}|rk_live_[A-Za-z0-9]{16,}|"
-        r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}|npm_[A-Za-z0-9]{36}|glpat-[A-Za-z0-9_-]{20,})")),
-    ("entra_client_secret", re.compile(
-        r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")),
-    ("connection_string_secret", re.compile(
-        r"(?i)(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey|SharedAccessSignature|Password|"
-        r"SharedSecret|AccessKey|ClientSecret)=(?P<s>[^;\"'\s<>]{1,4096})")),
-    ("connection_string_secret", re.compile(r"(?i);[ \t]{0,3}pwd=(?P<s>[^;\"'\s<>]{1,4096})")),
-    ("sas_signature", re.compile(r"(?i)(?<![A-Za-z0-9_])sig=(?P<s>[^&\s\"'<>;]{1,4096})")),
-    ("cli_password", re.compile(
-        r"(?<![A-Za-z0-9_-])(?:-u|--user)[ \t]{1,5}[\"']?[^\s:\"']{1,256}:"
-        r"(?P<s>[^\s\"']{1,1024})")),
-)
-
-#: Lower-case literals without which a pattern cannot match: a cheap `in` check skips the pass.
-_NEEDLES: Final[dict[str, tuple[str, ...]]] = {
-    "url_password": ("://",),
-    "jwt": ("eyj",),
-    "bearer_token": ("bearer",),
-    "authorization_header": ("authorization",),
-    "credential_header": ("cookie", "api-key", "subscription-key", "functions-key",
-                          "x-ms-token-", "x-auth-token"),
-    "slack_token": ("xox", "xapp-"),
-    "slack_webhook": ("hooks.slack.com",),
-    "google_api_key": ("aiza",),
-    "google_oauth": ("ya29.", "gocspx-"),
-    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-    "aws_access_key_id": ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa",
-                          "anva", "aipa"),
-    "api_token": ("sk_live_", "rk_live_", "sk-", "npm_", "glpat-"),
-    "entra_client_secret": ("q~",),
-    "connection_string_secret": ("key=", "signature=", "password=", "pwd=", "secret="),
-    "sas_signature": ("sig=",),
-    "cli_password": ("-u", "--user"),
-}
+_PEM_MARKER_RE: Final = re.compile(r"-----(BEGIN|END) ([A-Z0-9 ]{1,40})-----")
+_PUTTY_RE: Final = re.compile(
+    r"Private-Lines:[ \t]*[0-9]{1,4}\r?\n(?:[A-Za-z0-9+/=]{1,200}\r?\n){0,400}"
+    r"(?:Private-(?:MAC|Hash):[ \t]*[0-9a-fA-F]{1,200})?")
+_NAME_CHARS: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.$")
 _KV_NEEDLES: Final = ("pass", "pwd", "secret", "token", "key", "credential", "connection",
-                      "auth", "sig")
-
+                      "auth", "sig", "pat", "psk")
 _STORAGE_KEY_RE: Final = re.compile(
     r"(?<![A-Za-z0-9+/=-])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])")
 _DNS_CONTEXT_RE: Final = re.compile(
     r"\b(?:DNSKEY|RRSIG|CDNSKEY|CDS|DS|KEY|SIG|NSEC3PARAM|TLSA|SSHFP|IPSECKEY|DNSSEC)\b"
     r"|publicKey|public_key|PublicKey|ssh-|ecdsa-|BEGIN CERTIFICATE")
-_VAULT_VALUE_RE: Final = re.compile(r"\"value\"[ \t]{0,5}:[ \t]{0,5}\"(?P<s>[^\"\r\n]{1,65536})\"")
+_VAULT_VALUE_RE: Final = re.compile(
+    r"\"value\"[ \t]{0,5}:[ \t]{0,5}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,65536})\"")
 _CLI_FLAG_RE: Final = re.compile(
-    r"(?i)(?<![A-Za-z0-9_-])--?(?P<n>(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|secret|token|"
-    r"key|string|sas))(?:=|[ \t]{1,5})(?P<s>\"[^\"\r\n]{0,4096}\"|'[^'\r\n]{0,4096}'|"
-    r"[^\s\"']{1,4096})")
+    r"(?i)(?<![A-Za-z0-9_-])--?(?P<n>(?:[a-z0-9]{1,20}-){0,3}[a-z0-9]{0,12}?(?:password|passwd|passphrase|"
+    r"secret|token|key|string|sas|pass|pat|storepass|keypass|passin|passout))"
+    r"(?:=|[ \t]{1,5})(?P<s>\"[^\"\r\n]{0,4096}\"|'[^'\r\n]{0,4096}'|[^\s\"']{1,4096})")
 _AZ_LOGIN_P_RE: Final = re.compile(
     r"(?i)\baz[ \t]+login\b[^\r\n]{0,400}?[ \t]-p[ \t]+(?P<s>\S{1,1024})")
 _KV_RE: Final = re.compile(
-    r"(?i)(?:password|passwd|passphrase|pwd|secret|token|key|credential|connectionstring|"
-    r"connection_string|auth|sig)s?[\"']?[ \t]{0,3}[:=][ \t]{0,3}"
-    r"(?P<v>\"(?P<dq>[^\"\r\n]{0,4096})\""
+    r"(?i)(?:password|passwd|passphrase|pwd|pass|secret|token|key|credential|connectionstring|"
+    r"connection_string|auth|sig|pat|psk)(?:s|[-_]?[0-9])?(?P<q>[\"']?)[ \t]{0,3}[:=][ \t]{0,3}"
+    r"(?P<v>\"(?P<dq>(?:[^\"\\\r\n]|\\.){0,4096})\""
     r"|'(?P<sq>[^'\r\n]{0,4096})'|(?P<bare>[^\s\"',;&}<>)\]]{1,4096}))")
 _WORD_HEAD_RE: Final = re.compile(r"[A-Za-z_]+")
 _XML_RE: Final = re.compile(r"<([A-Za-z_:-]{1,40})>([^<\r\n]{1,4096})</\1>")
+#: innermost JSON objects (no nested braces), for name/value pairs such as app settings
+_JSON_OBJECT_RE: Final = re.compile(r"\{[^{}]{1,4096}\}")
+_JSON_NAME_RE: Final = re.compile(
+    r"\"(?:name|keyName|settingName|Name|KeyName)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
+    r"\"(?P<n>[^\"\\\r\n]{1,200})\"")
+_JSON_VALUE_RE: Final = re.compile(
+    r"\"(?:value|Value)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
+_JSON_STRING_PAIR_RE: Final = re.compile(
+    r"\"[^\"\\\r\n]{1,200}\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
+#: "adminPassword": {"value": "..."}, "functionKeys": {"default": "..."}
+_SECRET_OBJECT_RE: Final = re.compile(
+    r"\"(?P<n>[^\"\\\r\n{}]{1,100})\"[ \t]{0,5}:[ \t\r\n]{0,20}(?P<o>\{[^{}]{0,4096}\})")
+#: words in app-setting names that mark the value as a secret (DB_PASSWORD, STRIPE_KEY ...)
+_SETTING_WORDS: Final = ("password", "passwd", "pwd", "secret", "token", "key", "credential",
+                         "connection", "connstr", "conn_str", "sas", "auth", "private", "cert",
+                         "signing", "pat")
 
 
 def _mark(kind: str) -> str:
     return MARK.format(kind)
+
+
+def _spans(match: re.Match[str]) -> tuple[int, int] | None:
+    """The span of the secret part of a match: group s, s2 or s3, else None (whole match)."""
+    for group in ("s", "s2", "s3"):
+        if group in match.re.groupindex and match.group(group) is not None:
+            return match.start(group), match.end(group)
+    return None
 
 
 def _redact_pem(text: str, counts: Counter[str]) -> str:
@@ -190,21 +126,45 @@ def _redact_pem(text: str, counts: Counter[str]) -> str:
     return "".join(out)
 
 
-def _group_replacer(kind: str, counts: Counter[str]) -> Callable[[re.Match[str]], str]:
+def _token_replacer(kind: str, counts: Counter[str],
+                    accept: Callable[[str], bool] | None) -> Callable[[re.Match[str]], str]:
     def replace(match: re.Match[str]) -> str:
         whole = match.group(0)
-        if "s" in match.re.groupindex and match.group("s") is not None:
-            value = match.group("s")
-            if "[REDACTED:" in value:
-                return whole
-            if _looks_empty(value) and kind in ("authorization_header", "credential_header"):
-                return whole
+        span = _spans(match)
+        if span is None:
             counts[kind] += 1
-            start = match.start("s") - match.start()
-            return whole[:start] + _mark(kind) + whole[start + len(value):]
+            return _mark(kind)
+        start, end = span[0] - match.start(), span[1] - match.start()
+        value = whole[start:end]
+        if ("[REDACTED:" in value or is_placeholder(value)
+                or (accept is not None and not accept(value))):
+            return whole
+        if looks_empty(value) and kind in ("authorization_header", "credential_header"):
+            return whole
         counts[kind] += 1
-        return _mark(kind)
+        return whole[:start] + _mark(kind) + whole[end:]
     return replace
+
+
+def _program_flag_pass(text: str, lower: str, counts: Counter[str]) -> str:
+    """mysql -pX, sshpass -p X, sqlcmd -P X ...: only on lines where the program is named."""
+    for needles, program_re, flag_re, per_line in PROGRAM_FLAGS:
+        if not any(n in lower for n in needles):
+            continue
+        replace = _token_replacer("cli_secret", counts, lambda v: not looks_empty(v.strip("'\"")))
+        out: list[str] = []
+        pos = 0
+        for match in program_re.finditer(text):
+            if match.start() < pos:
+                continue
+            eol = text.find("\n", match.end())
+            eol = len(text) if eol == -1 else eol
+            out.append(text[pos:match.end()])
+            out.append(flag_re.sub(replace, text[match.end():eol], count=per_line))
+            pos = eol
+        out.append(text[pos:])
+        text = "".join(out)
+    return text
 
 
 def _name_before(text: str, index: int) -> str:
@@ -212,6 +172,19 @@ def _name_before(text: str, index: int) -> str:
     while start > 0 and index - start < 64 and text[start - 1] in _NAME_CHARS:
         start -= 1
     return text[start:index]
+
+
+def _kv_secret(name: str, value: str) -> bool:
+    if looks_empty(value):
+        return False
+    if ambiguous_name(name):
+        return credential_like(value)
+    if not secret_name(name):
+        return False
+    if normalise_name(name) == "auth":
+        # auth=ok, "auth": "required" are states; docker's "auth": "dXNlcjpwYXNz" is not
+        return len(value) >= 8 and not (value.isalpha() and value.islower())
+    return True
 
 
 def _kv_pass(text: str, counts: Counter[str]) -> str:
@@ -226,18 +199,29 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
                 break
         else:  # pragma: no cover - the pattern always sets one group
             return whole
-        if not _secret_name(name) or _looks_empty(value):
+        if not _kv_secret(name, value):
             return whole
         counts["secret_value"] += 1
-        return whole[:offset] + _mark("secret_value") + whole[offset + len(value):]
+        mark = _mark("secret_value")
+        if group == "bare" and match.group("q") == '"':
+            mark = f'"{mark}"'  # "password": 12345678901 stays valid JSON
+        return whole[:offset] + mark + whole[offset + len(value):]
     return _KV_RE.sub(replace, text)
+
+
+def _placeholder(value: str) -> bool:
+    """--token TOKEN, --password PASSWORD: a help text's metavar, not a secret."""
+    value = value.rstrip(",;]).")
+    bare = value.replace("_", "").replace("-", "")
+    return bare.isalpha() and value.isupper() and len(value) <= 30
 
 
 def _cli_pass(text: str, counts: Counter[str]) -> str:
     def replace(match: re.Match[str]) -> str:
         name = match.group("n")
         value = match.group("s").strip("\"'")
-        if not _secret_name(name) or _looks_empty(value):
+        if (not secret_name(name) or looks_empty(value) or _placeholder(value)
+                or value.startswith("-")):
             return match.group(0)
         counts["cli_secret"] += 1
         start = match.start("s") - match.start()
@@ -245,8 +229,34 @@ def _cli_pass(text: str, counts: Counter[str]) -> str:
     return _CLI_FLAG_RE.sub(replace, text)
 
 
+def _public_pem_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of certificate / public key PEM blocks, where an 88-character line is no key.
+
+    One sweep over the BEGIN/END markers (a BEGIN left open is replaced by the next one), so
+    a text full of unmatched markers costs no more than one pass.
+    """
+    spans: list[tuple[int, int]] = []
+    open_label: str | None = None
+    open_start = 0
+    for marker in _PEM_MARKER_RE.finditer(text):
+        kind, label = marker.group(1), marker.group(2)
+        if kind == "BEGIN":
+            open_label = None if "PRIVATE" in label else label
+            open_start = marker.start()
+        elif label == open_label:
+            spans.append((open_start, marker.end()))
+            open_label = None
+    return spans
+
+
 def _storage_key_pass(text: str, counts: Counter[str]) -> str:
+    spans = _public_pem_spans(text) if "-----BEGIN " in text else []
+    starts = [s for s, _ in spans]
+
     def replace(match: re.Match[str]) -> str:
+        index = bisect.bisect_right(starts, match.start()) - 1
+        if index >= 0 and match.start() < spans[index][1]:
+            return match.group(0)
         line_start = text.rfind("\n", max(0, match.start() - 400), match.start()) + 1
         line_end = text.find("\n", match.end(), match.end() + 400)
         context = text[max(line_start, match.start() - 400):
@@ -258,9 +268,65 @@ def _storage_key_pass(text: str, counts: Counter[str]) -> str:
     return _STORAGE_KEY_RE.sub(replace, text)
 
 
+def _setting_name(name: str) -> bool:
+    low = name.lower()
+    return secret_name(name) or any(word in low for word in _SETTING_WORDS)
+
+
+def _json_pairs_pass(text: str, counts: Counter[str]) -> str:
+    """{"name": "DB_PASSWORD", "value": "..."}: app settings, env lists, key lists."""
+    def fix(match: re.Match[str]) -> str:
+        body = match.group(0)
+        if '"value"' not in body and '"Value"' not in body:
+            return body
+        named = _JSON_NAME_RE.search(body)
+        name = named.group("n") if named else ""
+
+        def value(vm: re.Match[str]) -> str:
+            v = vm.group("s")
+            if looks_empty(v) or "[REDACTED:" in v:
+                return vm.group(0)
+            if _setting_name(name):
+                if v.startswith(("http://", "https://")) and not any(
+                        c in v for c in "@?"):
+                    return vm.group(0)  # KEYVAULT_URI and friends
+            elif not (credential_like(v) and ("key" in body.lower() or "secret" in body.lower())):
+                return vm.group(0)
+            counts["secret_value"] += 1
+            start = vm.start("s") - vm.start()
+            return vm.group(0)[:start] + _mark("secret_value") + vm.group(0)[start + len(v):]
+        return _JSON_VALUE_RE.sub(value, body)
+    return _JSON_OBJECT_RE.sub(fix, text)
+
+
+def _secret_object_pass(text: str, counts: Counter[str]) -> str:
+    """Every string inside an object whose own name is secret: {"adminPassword": {"value": ..}}."""
+    def fix(match: re.Match[str]) -> str:
+        if not secret_name(match.group("n")):
+            return match.group(0)
+
+        def value(vm: re.Match[str]) -> str:
+            v = vm.group("s")
+            if looks_empty(v) or "[REDACTED:" in v:
+                return vm.group(0)
+            counts["secret_value"] += 1
+            start = vm.start("s") - vm.start()
+            return vm.group(0)[:start] + _mark("secret_value") + vm.group(0)[start + len(v):]
+        body = match.group("o")
+        if '"value"' in body:  # an ARM parameter: only its value, not its "type"
+            obj = _JSON_VALUE_RE.sub(value, body)
+        elif normalise_name(match.group("n")).endswith(("keys", "secrets", "credentials",
+                                                        "tokens", "passwords")):
+            obj = _JSON_STRING_PAIR_RE.sub(value, body)  # a map of names to keys
+        else:
+            return match.group(0)  # a schema ({"type": "string"}) or settings of a secret
+        return match.group(0)[: match.start("o") - match.start()] + obj
+    return _SECRET_OBJECT_RE.sub(fix, text)
+
+
 def _xml_pass(text: str, counts: Counter[str]) -> str:
     def replace(match: re.Match[str]) -> str:
-        if not _secret_name(match.group(1)) or _looks_empty(match.group(2)):
+        if not secret_name(match.group(1)) or looks_empty(match.group(2)):
             return match.group(0)
         counts["secret_value"] += 1
         return f"<{match.group(1)}>{_mark('secret_value')}</{match.group(1)}>"
@@ -272,18 +338,26 @@ def redact_with_counts(text: str) -> RedactionResult:
     counts: Counter[str] = Counter()
     lower = text.lower()
     text = _redact_pem(text, counts)
-    for kind, pattern in _TOKEN_PATTERNS:
-        if any(needle in lower for needle in _NEEDLES[kind]):
-            text = pattern.sub(_group_replacer(kind, counts), text)
+    if "private-lines:" in lower:
+        text = _PUTTY_RE.sub(_token_replacer("private_key", counts, None), text)
+    for pattern in TOKEN_PATTERNS:
+        if any(needle in lower for needle in pattern.needles):
+            text = pattern.pattern.sub(
+                _token_replacer(pattern.kind, counts, pattern.accept), text)
+    text = _program_flag_pass(text, lower, counts)
     if "==" in text:
         text = _storage_key_pass(text, counts)
     if "vault.azure.net/secrets/" in text or "vault.azure.net:443/secrets/" in text:
-        text = _VAULT_VALUE_RE.sub(_group_replacer("keyvault_secret", counts), text)
+        text = _VAULT_VALUE_RE.sub(_token_replacer("keyvault_secret", counts, None), text)
     if "login" in text:
-        text = _AZ_LOGIN_P_RE.sub(_group_replacer("cli_secret", counts), text)
+        text = _AZ_LOGIN_P_RE.sub(_token_replacer("cli_secret", counts, None), text)
     if any(needle in lower for needle in _KV_NEEDLES):
         text = _cli_pass(text, counts)
         text = _kv_pass(text, counts)
+        if "{" in text:
+            text = _secret_object_pass(text, counts)
+    if '"value"' in lower and "{" in text:
+        text = _json_pairs_pass(text, counts)
     if "</" in text:
         text = _xml_pass(text, counts)
     return RedactionResult(text, sum(counts.values()), dict(counts))

@@ -35,7 +35,14 @@ _DISK_TOOLS: Final = frozenset({
     "parted", "blkdiscard", "mkntfs", "mkdosfs", "mkfs.ext2", "mkfs.ext3", "mkfs.ext4",
     "mkfs.xfs", "mkfs.btrfs", "mkfs.vfat", "mkfs.fat", "mkfs.ntfs", "mkfs.exfat",
 })
-_POWER: Final = frozenset({"shutdown", "reboot", "halt", "poweroff"})
+#: Programs whose arguments contain another command line (run locally, remotely or in a
+#: container): every word after them may be a program.
+_RUNS_OTHERS: Final = frozenset({
+    "ssh", "systemd-run", "nsenter", "unshare", "pkexec", "gosu", "su-exec", "sshpass",
+    "parallel", "docker", "podman", "kubectl", "crictl", "nerdctl", "sg", "run-parts",
+    "proxychains", "proxychains4", "torsocks", "faketime", "valgrind", "gdb", "source", ".",
+})
+_POWER: Final = frozenset({"shutdown", "reboot", "halt", "poweroff", "kexec", "killall5"})
 _SYSTEMCTL_POWER: Final = frozenset({"poweroff", "reboot", "halt", "kexec"})
 _CRITICAL_DIRS: Final = frozenset({
     "", "~", "$home", "${home}", ".", "..", "*", "/etc", "/usr", "/var", "/bin", "/sbin", "/lib",
@@ -46,15 +53,32 @@ _CREDENTIAL_MARKERS: Final = (
     "msal_token_cache", "accesstokens.json", "service_principal_entries", "/etc/shadow",
     "/etc/gshadow", "/.ssh/id_", "/.kube/config", ".git-credentials", "/.docker/config.json",
     "/.aws/credentials", "/.azure/msal", "/.config/gcloud", "/etc/sudoers",
+    # the Azure VM agent's directory holds extension certificates, private keys and the
+    # provisioning document (ovf-env.xml) with the admin password
+    "/var/lib/waagent", "ovf-env.xml", "/etc/ssh/ssh_host_", "/.netrc", "/.pgpass", "/.my.cnf",
+    "/.config/gh/hosts", "/.npmrc", "/.pypirc", "/.vault-token", "/run/secrets/",
+    "/var/run/secrets/", "/etc/kubernetes/azure.json", "/etc/kubernetes/admin.conf",
+    "/etc/kubernetes/pki/", "/proc/kcore", "/dev/mem", "/dev/kmem",
+    "/.azure/service_principal", "/.kube/", "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa",
 )
 _ASSIGN_RE: Final = re.compile(r"^[a-z_][a-z0-9_]*=")
 _NUMBERISH_RE: Final = re.compile(r"^[0-9.]+[smhd]?$")
 _FORK_BOMB_RE: Final = re.compile(r"\(\)\{[^}]{0,200}[|&]")
 _RAW_DEVICE_RE: Final = re.compile(
     r">{1,2}/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|dm-|md|loop|mem|kmem|port)")
+_SHELLS: Final = r"(?:sh|bash|zsh|dash|ksh|fish|pwsh|python[0-9.]*|perl|ruby|node|php)"
 _PIPE_SHELL_RE: Final = re.compile(
-    r"\|\s*(?:sudo\s+)?(?:\S*/)?(?:sh|bash|zsh|dash|ksh|fish|pwsh|python[0-9.]*|perl|ruby|node"
-    r"|php)(?:\s|$)")
+    r"\|&?\s*(?:(?:sudo|env|doas|exec|command|nohup)(?:\s+-\S+)*\s+)*(?:[\w.~-]*/)*" + _SHELLS
+    + r"(?:[\s);&|`]|$)")
+#: `bash <(curl ...)`, `source <(wget ...)`, `sh -c "$(curl ...)"`: the same as a pipe.
+#: (A path before the name is matched by allowing "/" before it, not by scanning back.)
+_SUBST_SHELL_RE: Final = re.compile(
+    r"(?:^|[\s;&|(/])(?:" + _SHELLS[3:-1] + r"|source|\.)\s+(?:-\S+\s+)*<\s*\("
+    r"|(?:^|[\s;&|(/])" + _SHELLS + r"\s+(?:-\S+\s+)*-c\s+[\"']?\$\(\s*(?:curl|wget)\b")
+_RAW_DEV_WORD_RE: Final = re.compile(
+    r"^(?:of=)?/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|dm-|md|loop|mem|kmem|port)")
+_PROC_SECRET_RE: Final = re.compile(
+    r"/proc/[^/]{1,20}/(?:task/[0-9]{1,10}/)?(?:environ|mem)(?![a-z])")
 _AZ_REMOTE_PAIRS: Final = (
     ("run-command", "invoke"), ("run-command", "create"), ("run-command", "update"),
     ("extension", "set"), ("extension", "create"), ("extension", "update"),
@@ -72,15 +96,34 @@ def _basename(word: str) -> str:
     return word.rstrip("/").rsplit("/", 1)[-1] if word not in ("/", "") else word
 
 
+#: Program names `_program_check` has a rule for (others need no look at their arguments).
+_CHECKED: Final = frozenset({
+    "rm", "dd", "shred", "chmod", "chown", "chgrp", "nc", "ncat", "netcat", "nc.traditional",
+    "nc.openbsd", "socat", "tcpdump", "az", "init", "telinit", "systemctl", "cp", "mv", "tee",
+    "install", "pv", "cat", "rsync", "find", "kill", "pkill",
+}) | _DISK_TOOLS | _POWER
+#: Arguments looked at after a candidate program, and candidate checks per command: bounds
+#: Tier 0's work on hostile megabyte inputs (which are RISKY as too long in any case).
+_MAX_REST_WORDS: Final = 512
+_MAX_CHECKS: Final = 512
+#: Word-by-word analysis covers this much of a command; the pattern checks above it read up to
+#: 1 MB. Anything longer than the gate's 4096-character limit is RISKY whatever Tier 0 finds.
+_SEGMENT_SCAN_CHARS: Final = 64 * 1024
+
+
 def _candidates(words: list[str]) -> list[int]:
-    """Indexes of words that a shell might run as a program."""
-    if any(_basename(w) in WRAPPERS or _basename(w) in INTERPRETERS or w == "-exec"
-           for w in words):
-        return list(range(len(words)))
+    """Indexes of words that a shell might run as a program and that have a Tier 0 rule."""
+    if any(_basename(w) in WRAPPERS or _basename(w) in INTERPRETERS or w in _RUNS_OTHERS
+           or w in ("-exec", "-execdir", "-ok", "-okdir") for w in words):
+        return [i for i, w in enumerate(words) if _checked(_basename(w))]
     for index, word in enumerate(words):
         if not _ASSIGN_RE.match(word):
-            return [index]
+            return [index] if _checked(_basename(word)) else []
     return []
+
+
+def _checked(name: str) -> bool:
+    return name in _CHECKED or name.startswith("mkfs.")
 
 
 def _first_program(words: list[str]) -> str:
@@ -122,6 +165,14 @@ def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
             w.startswith(("of=/dev/", "/dev/")) and w not in ("of=/dev/null", "/dev/null")
             for w in rest):
         return "T0.raw_device_write", f"'{name}' writing to a device"
+    if name in ("cp", "mv", "tee", "install", "pv", "cat", "rsync") and any(
+            _RAW_DEV_WORD_RE.match(w) for w in rest[1:] if not w.startswith("-")):
+        return "T0.raw_device_write", f"'{name}' writing onto a block device"
+    if name == "find" and "-delete" in rest and _critical(rest):
+        return "T0.rm_root", "find -delete over / or a top-level directory"
+    if name in ("kill", "pkill") and ("-1" in rest[1:] or rest[-1:] == ["-1"]) and any(
+            w.startswith("-") for w in rest[:-1]):
+        return "T0.power", f"'{name} ... -1' signals every process on the host"
     if name in _POWER or (name in ("init", "telinit") and rest[:1] in (["0"], ["6"])) or (
             name == "systemctl" and any(w in _SYSTEMCTL_POWER for w in rest)):
         return "T0.power", "shuts down or reboots the host"
@@ -170,14 +221,17 @@ def tier0(command: str) -> Verdict | None:
     if "/dev/tcp/" in compact or "/dev/udp/" in compact:
         return make_verdict("T0.reverse_shell", "Refused: /dev/tcp or /dev/udp redirection "
                             "is how reverse shells are opened.")
-    if "metadata:true" in compact:
+    if re.search(r"metadata:.{0,8}?true", compact):
         return make_verdict("T0.metadata_header", "Refused: the 'Metadata: true' header is only "
                             "needed to query the instance metadata service, which hands out "
                             "managed-identity tokens.")
+    if "/proc/sysrq-trigger" in compact:
+        return make_verdict("T0.power", "Refused: writing to /proc/sysrq-trigger can reboot or "
+                            "crash the host at once.")
     if _RAW_DEVICE_RE.search(compact):
         return make_verdict("T0.raw_device_write", "Refused: redirecting output onto a block "
                             "device destroys the disk.")
-    if _PIPE_SHELL_RE.search(dequoted):
+    if _PIPE_SHELL_RE.search(dequoted) or _SUBST_SHELL_RE.search(dequoted):
         return make_verdict("T0.pipe_to_shell", "Refused: piping output into a shell or "
                             "interpreter runs whatever that output says.")
     for marker in _CREDENTIAL_MARKERS:
@@ -185,14 +239,18 @@ def tier0(command: str) -> Verdict | None:
             return make_verdict("T0.credential_store", "Refused: the command names a local "
                                 "credential store (token cache, shadow file, private keys, "
                                 "process environment).")
-    for words in tolerant_segments(norm):
-        found = _segment(words)
+    if _PROC_SECRET_RE.search(compact):
+        return make_verdict("T0.credential_store", "Refused: a process's environment or memory "
+                            "holds its secrets.")
+    budget = [_MAX_CHECKS]
+    for words in tolerant_segments(norm[:_SEGMENT_SCAN_CHARS]):
+        found = _segment(words, budget)
         if found is not None:
             return found
     return None
 
 
-def _segment(words: list[str]) -> Verdict | None:
+def _segment(words: list[str], budget: list[int]) -> Verdict | None:
     for word in words:
         if word_hits_metadata(word):
             return make_verdict("T0.metadata_endpoint", f"Refused: '{word[:80]}' points at "
@@ -205,7 +263,11 @@ def _segment(words: list[str]) -> Verdict | None:
                                 "may reach the Azure WireServer 168.63.129.16; it serves VM "
                                 "agent state and extension secrets.")
     for index in _candidates(words):
-        hit = _program_check(_basename(words[index]), words[index + 1:])
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        hit = _program_check(_basename(words[index]),
+                             words[index + 1:index + 1 + _MAX_REST_WORDS])
         if hit is not None:
             rule, what = hit
             return make_verdict(rule, f"Refused ({rule}): {what}. This is never allowed, "

@@ -116,6 +116,8 @@ _RULE_LIST: Final[tuple[Rule, ...]] = (
     _r("T2.az_debug", _R, "--debug prints raw HTTP traffic"),
     # Tier 3: structure and dangerous patterns.
     _r("T3.empty", _R, "empty command"),
+    _r("T3.invalid_input", _R, "a `ghost classify --json -` line that holds no command string "
+       "(not JSON, no \"command\" key, not a string); reported, never SAFE"),
     _r("T3.too_long", _R, "command longer than the gate inspects"),
     _r("T3.non_ascii", _R, "non-ASCII characters (look-alikes, zero-width, bidi controls)"),
     _r("T3.control_char", _R, "control characters (newline, CR, tab, NUL, escape)"),

@@ -11,11 +11,16 @@ from pathlib import Path
 KEY = "Zm9vYmFy" * 11 + "=="
 
 
-def run(args: list[str], stdin: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], stdin: str | bytes, tmp_path: Path) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GHOST_")}
     env["GHOST_DATA_DIR"] = str(tmp_path)
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=data, env=env,
+                          capture_output=True, timeout=60, cwd=tmp_path, check=False)
+
+
+def rows(res: subprocess.CompletedProcess[bytes]) -> list[dict[str, object]]:
+    return [json.loads(line) for line in res.stdout.decode().splitlines()]
 
 
 def test_classify_json_stream_keeps_order_and_shape(tmp_path: Path) -> None:
@@ -24,37 +29,61 @@ def test_classify_json_stream_keeps_order_and_shape(tmp_path: Path) -> None:
     stdin = "".join(json.dumps({"command": c}) + "\n" for c in commands)
     res = run(["classify", "--json", "-"], stdin, tmp_path)
     assert res.returncode == 0, res.stderr
-    rows = [json.loads(line) for line in res.stdout.splitlines()]
-    assert [r["command"] for r in rows] == commands
-    assert [r["classification"] for r in rows[:4]] == ["SAFE", "RISKY", "FORBIDDEN", "SAFE"]
-    assert rows[4]["classification"] != "SAFE"  # disguised name and chaining
-    assert all(set(r) == {"command", "classification", "tier", "rule", "reason"} for r in rows)
+    out = rows(res)
+    assert [r["command"] for r in out] == commands
+    assert [r["classification"] for r in out[:4]] == ["SAFE", "RISKY", "FORBIDDEN", "SAFE"]
+    assert out[4]["classification"] != "SAFE"  # disguised name and chaining
+    assert all(set(r) == {"command", "classification", "tier", "rule", "reason"} for r in out)
 
 
-def test_classify_stream_reports_bad_lines_and_goes_on(tmp_path: Path) -> None:
-    res = run(["classify", "--json", "-"], 'nope\n{"command": "ss -tln"}\n', tmp_path)
-    rows = [json.loads(line) for line in res.stdout.splitlines()]
-    assert res.returncode == 1 and "line 1" in rows[0]["error"]
-    assert rows[1]["classification"] == "SAFE"
+def test_every_unreadable_line_gets_a_never_safe_answer_in_place(tmp_path: Path) -> None:
+    lines = [b'nope', b'{"command": "ss -tln"}', b'{"cmd": "ls"}', b'{"command": 5}',
+             b'["ping"]', b'{"command": null}', b'\xff\xfe{"command": "ls"}',
+             b'{"command": "ping -c 1 x\\ud800"}', b'{"command": "ss -s"}\r']
+    res = run(["classify", "--json", "-"], b"\n".join(lines) + b"\n\n   \n", tmp_path)
+    assert res.returncode == 0 and res.stderr == b"", res.stderr
+    out = rows(res)
+    assert len(out) == len(lines)  # blank lines are skipped, nothing else is
+    assert [r["classification"] for r in out] == [
+        "RISKY", "SAFE", "RISKY", "RISKY", "RISKY", "RISKY", "RISKY", "RISKY", "SAFE"]
+    assert out[0]["rule"] == "T3.invalid_input" and "line 1" in str(out[0]["error"])
+    assert out[3]["command"] == 5 and "line 4" in str(out[3]["error"])
+    assert out[7]["rule"] == "T3.non_ascii"
 
 
 def test_classify_explains_a_single_command(tmp_path: Path) -> None:
     res = run(["classify", "ss -K dst 10.0.0.4"], "", tmp_path)
-    assert res.returncode == 0 and res.stdout.startswith(("RISKY", "FORBIDDEN"))
-    assert "rule" in res.stdout
+    text = res.stdout.decode()
+    assert res.returncode == 0 and text.startswith(("RISKY", "FORBIDDEN"))
+    assert "rule" in text
 
 
-def test_redact_filters_stdin(tmp_path: Path) -> None:
-    text = f"DefaultEndpointsProtocol=https;AccountName=sa;AccountKey={KEY};\n10.0.0.4 ok\n"
+def test_classify_plain_lines_from_stdin(tmp_path: Path) -> None:
+    res = run(["classify", "-"], "ping -c 1 10.0.0.4\r\nrm -rf /\n", tmp_path)
+    out = rows(res)
+    assert [r["classification"] for r in out] == ["SAFE", "FORBIDDEN"]
+
+
+def test_redact_filters_stdin_and_keeps_every_other_byte(tmp_path: Path) -> None:
+    text = (f"DefaultEndpointsProtocol=https;AccountName=sa;AccountKey={KEY};\r\n"
+            "10.0.0.4 ok\r\n").encode() + b"latin-1 \xe9 stays\n"
     res = run(["redact"], text, tmp_path)
-    assert KEY not in res.stdout and "10.0.0.4 ok" in res.stdout
+    assert KEY.encode() not in res.stdout
+    assert res.stdout.endswith(b";\r\n10.0.0.4 ok\r\nlatin-1 \xe9 stays\n")
+    innocent = b"inet 10.0.0.4/24\r\nlink/ether 00:0d:3a:12:34:56\r\n\x00\xff"
+    assert run(["redact"], innocent, tmp_path).stdout == innocent
 
 
 def test_redact_jsonl_round_trip(tmp_path: Path) -> None:
-    innocent = "nic 00:0d:3a:12:34:56 id 6f1c2a9e-3b1d-4f7a-9a55-2c3d4e5f6a7b"
-    stdin = json.dumps({"text": f"token=ghp_{'a' * 36}"}) + "\n" + json.dumps(
-        {"text": innocent}) + "\n"
-    res = run(["redact", "--jsonl"], stdin, tmp_path)
-    rows = [json.loads(line)["text"] for line in res.stdout.splitlines()]
-    assert "ghp_" + "a" * 36 not in rows[0]
-    assert rows[1] == innocent
+    innocent = "nic 00:0d:3a:12:34:56 id 6f1c2a9e-3b1d-4f7a-9a55-2c3d4e5f6a7b \u00e9\u2028"
+    stdin = "\n".join([json.dumps({"text": f"token=ghp_{'a' * 36}"}), json.dumps(
+        {"text": innocent}), "garbage", json.dumps({"text": 3}), json.dumps({"text": "\ud800"})])
+    res = run(["redact", "--jsonl"], stdin + "\n", tmp_path)
+    assert res.returncode == 0 and res.stderr == b""
+    out = rows(res)
+    assert len(out) == 5
+    assert "ghp_" + "a" * 36 not in str(out[0]["text"])
+    assert out[1]["text"] == innocent
+    assert out[2]["text"] is None and "line 3" in str(out[2]["error"])
+    assert out[3]["text"] is None
+    assert out[4]["text"] == "\ud800"

@@ -23,6 +23,17 @@ _SECRET_PARTS: Final = frozenset({
     "sig", "signature",
 })
 _SECRET_SUBSTRINGS: Final = ("connection-string", "connectionstring", "app-settings")
+#: (group words, word) pairs whose reads return keys although no word says so: IoT Hub and DPS
+#: shared access policies carry primaryKey/secondaryKey, App Configuration key-values are the
+#: application's configuration (connection strings included).
+_SECRET_PAIRS: Final = (("iot", "policy"), ("dps", "policy"), ("appconfig", "kv"),
+                        ("appconfig", "feature"), ("webapp", "config"), ("functionapp", "config"))
+#: Words inside resource IDs and action names that reach secret-returning ARM endpoints
+#: (`az resource show --ids .../config/appsettings`, `invoke-action --action listKeys`).
+_SECRET_ID_WORDS: Final = ("listkeys", "listkey", "appsettings", "connectionstrings",
+                           "publishingcredentials", "listsecrets", "listcredential",
+                           "regeneratekey", "listconnectionstrings", "listaccountsas",
+                           "listservicesas", "/secrets/", "/config/", "getsecrets")
 _MUTATING: Final = frozenset({
     "create", "update", "delete", "set", "start", "stop", "restart", "deallocate", "add",
     "remove", "reset", "purge", "recover", "import", "export", "upload", "download", "invoke",
@@ -49,6 +60,10 @@ def _az_read(argv: tuple[str, ...], what: str) -> Verdict:
 
 
 def _secret_path(path: list[str]) -> str | None:
+    for group, word in _SECRET_PAIRS:
+        if group in path and word in path[path.index(group) + 1:] and not (
+                group in ("webapp", "functionapp") and not _config_secret(path)):
+            return word
     for word in path:
         if any(s in word for s in _SECRET_SUBSTRINGS):
             return word
@@ -57,8 +72,18 @@ def _secret_path(path: list[str]) -> str | None:
     return None
 
 
+def _config_secret(path: list[str]) -> bool:
+    """`webapp config` reads that return settings values (not `config show`, which does not)."""
+    after = path[path.index("config") + 1:] if "config" in path else []
+    return bool(after) and after[0] in ("container", "backup", "storage-account")
+
+
 def _check_options(opts: list[str], argv: tuple[str, ...]) -> Verdict | None:
     for word in opts:
+        low = word.lower()
+        if any(s in low for s in _SECRET_ID_WORDS):
+            return risky("T2.az_secret_read", argv, f"az argument {word[:60]!r} names an "
+                         "endpoint that returns keys, secrets or settings.")
         name, eq, inline = word.partition("=")
         value = inline if eq else ("" if word.startswith("-") else word)
         if value.startswith("@"):
@@ -67,7 +92,7 @@ def _check_options(opts: list[str], argv: tuple[str, ...]) -> Verdict | None:
         if not word.startswith("-"):
             continue
         lname = name.lower()
-        if lname == "--debug":
+        if len(lname) >= 5 and "--debug".startswith(lname):
             return risky("T2.az_debug", argv, "az --debug prints raw HTTP traffic; drop "
                          "--debug or ask for approval.")
         if lname in _SECRET_VALUE_OPTIONS:

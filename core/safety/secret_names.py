@@ -1,0 +1,106 @@
+"""Judging names and values for redaction: does a field called X hold a secret, is V one?
+
+Redaction finds most secrets by the *name* of the field, option or variable that holds them
+(`password=`, `"clientSecret":`, `--account-key`). The regexes in `redact` only find candidate
+name/value pairs cheaply; the decisions live here, in plain Python, so innocent neighbours
+(`tokenType`, `sshPublicKey`, `$skiptoken`, tags named "key", `--token TOKEN` in help text) are
+left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+_KEY_QUALIFIERS: Final = (
+    "account", "access", "shared", "sharedaccess", "primary", "secondary", "private", "api",
+    "secret", "master", "subscription", "admin", "query", "function", "functions", "storage",
+    "service", "signing", "sas", "client", "app", "apim", "auth", "encryption", "session",
+    "license", "webhook", "host_function", "system", "masterkey", "readonly", "readwrite",
+    "x-api", "x_api", "xapi", "ocp-apim-subscription", "host", "routing", "durabletask",
+    "decryption", "validation", "machine", "symmetric", "hmac", "jwt", "aes", "cookie",
+)
+NOT_SECRET_NAMES: Final = frozenset({
+    "skiptoken", "$skiptoken", "continuationtoken", "nexttoken", "pagetoken", "synctoken",
+    "paginationtoken", "tokentype", "token_type", "maxtokens", "max_tokens", "pwd", "oldpwd",
+    "usetoken", "tokenendpoint", "nextpagetoken", "resumetoken", "cancellationtoken",
+    "x-ms-continuation-token", "continuation-token", "ms-continuation-token", "bypass",
+    "compass", "nopass", "csrf_token_name", "idtokenexpiry", "total_tokens", "input_tokens",
+    "output_tokens", "prompt_tokens", "completion_tokens", "num_tokens", "token_count",
+})
+_SECRET_SUFFIXES: Final = (
+    "password", "passwd", "passphrase", "secret", "secrets", "credential", "credentials",
+    "connectionstring", "connection_string", "connection-string", "token", "tokens",
+)
+#: Names that are secret only when the value looks like a credential (see `credential_like`):
+#: `"primary": true` and `"key1": "2024-01-01T00:00:00Z"` are not.
+_AMBIGUOUS_RE: Final = re.compile(r"^(?:key|primary|secondary)[-_]?[0-9]?$")
+_FALSE_VALUES: Final = frozenset({"", "null", "true", "false", "none", "nil", "undefined",
+                                  "[]", "{}", "''", '""', "<none>", "n/a", "-", "*"})
+#: `--token TOKEN`, `--password <password>`, `password=${DB_PASSWORD}`: placeholders and
+#: references to a variable, not the secret itself.
+_PLACEHOLDER_RE: Final = re.compile(
+    r"^(?:<[^<>]{1,40}>|\{\{?[^{}]{1,40}\}\}?|\$\{?[A-Z_][A-Z0-9_]{0,60}\}?|\.\.\.|x{3,}|X{3,}"
+    r"|\[REDACTED[^\]]*\]|%\([a-z_]{1,40}\)s)$")
+_GUID_RE: Final = re.compile(
+    r"^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$")
+_TOKEN_CHARS_RE: Final = re.compile(r"^[A-Za-z0-9+/=_~.%-]{16,4096}$")
+_DATE_RE: Final = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def normalise_name(name: str) -> str:
+    return name.lower().strip("-_.$\"' ")
+
+
+def secret_name(name: str) -> bool:
+    """Does a field/option/variable with this name hold a secret value (whatever it is)?"""
+    name = normalise_name(name)
+    if not name or name in NOT_SECRET_NAMES:
+        return False
+    if "secret_key" in name or "secretkey" in name:
+        return True
+    if name.endswith(_SECRET_SUFFIXES):
+        return not any(name.endswith(n) for n in NOT_SECRET_NAMES)
+    if name.endswith(("pwd", "_pass", "-pass", ".pass", "_pat", "-pat", "psk", "storepass",
+                      "keypass", "key-data", "key_data", "keydata")) or name in (
+            "auth", "sig", "pass", "pat", "passin", "passout"):
+        return True
+    for suffix in ("keys", "key"):
+        if name.endswith(suffix):
+            prefix = name[: -len(suffix)].rstrip("_-.")
+            return bool(prefix) and prefix.endswith(_KEY_QUALIFIERS)
+    return False
+
+
+def ambiguous_name(name: str) -> bool:
+    """Names (key, key1, primary, secondary) that hold a secret only if the value looks like one."""
+    return bool(_AMBIGUOUS_RE.match(normalise_name(name)))
+
+
+def looks_empty(value: str) -> bool:
+    """Values that carry nothing: null, booleans, short numbers, masks, placeholders, objects."""
+    v = value.strip()
+    low = v.lower()
+    return (low in _FALSE_VALUES or low.startswith(("[redacted", "{", "[")) or set(low) <= {"*"}
+            or (low.isdigit() and len(low) <= 10) or bool(_PLACEHOLDER_RE.match(v)))
+
+
+def is_placeholder(value: str) -> bool:
+    """A metavar, template or variable reference (PASSWORD, <token>, ${DB_PASSWORD})."""
+    return bool(_PLACEHOLDER_RE.match(value.strip()))
+
+
+def credential_like(value: str) -> bool:
+    """A random-looking token: 16+ token characters with letters and digits, not an identifier.
+
+    GUIDs, dates, hex digests (md5/sha*/git), paths and URLs are identifiers, not credentials.
+    """
+    if not _TOKEN_CHARS_RE.match(value) or _GUID_RE.match(value) or _DATE_RE.match(value):
+        return False
+    if "://" in value or value.startswith("/") or (value.count(".") >= 2 and "~" not in value):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]+", value) and len(value) in (32, 40, 56, 64, 96, 128):
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    return has_digit and has_alpha
