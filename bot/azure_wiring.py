@@ -1,4 +1,9 @@
-"""Settings → the Azure capture backend (or one that explains how to enable captures)."""
+"""Settings → the Azure capture backend (or one that explains how to enable captures).
+
+A missing or broken Azure setting never stops Ghost: the backend it gets refuses every call with
+a message naming the variable to fix, so the start-up orphan scan warns about it at once and the
+model pivots to other evidence instead of the investigation (or the worker) crashing.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,19 @@ from core.orchestrator.backend import CaptureBackend, CaptureBackendError
 NOT_CONFIGURED = ("Packet captures are not configured: set GHOST_AZURE_SUBSCRIPTION_ID (and sign "
                   "in with a managed identity or `az login`) to enable capture_traffic.")
 
+#: what to tell the engineer when cloud.azure_settings refuses a field
+_FIX_FOR_FIELD = {
+    "storage_auth_mode": "GHOST_AZURE_STORAGE_AUTH_MODE must be `login` (Entra ID / RBAC on the "
+                         "storage account) or `key`, not {value!r}.",
+    "account_key": "GHOST_AZURE_STORAGE_AUTH_MODE=key needs GHOST_AZURE_STORAGE_KEY (the storage "
+                   "account's access key); set it, or use GHOST_AZURE_STORAGE_AUTH_MODE=login.",
+    "arm_endpoint": "GHOST_AZURE_ARM_ENDPOINT must be an https URL (e.g. "
+                    "https://management.azure.com or your sovereign cloud's), not {value!r}.",
+    "blob_endpoint_template": "GHOST_AZURE_BLOB_ENDPOINT_TEMPLATE must be an https URL with "
+                              "{{account}} in it (e.g. https://{{account}}.blob.core.windows.net)"
+                              ", not {value!r}.",
+}
+
 
 class CapturesNotConfigured:
     """Every call fails with the same actionable message; the model pivots to other evidence."""
@@ -21,6 +39,26 @@ class CapturesNotConfigured:
     def __getattr__(self, name: str) -> Any:
         def refuse(*args: Any, **kwargs: Any) -> Any:
             raise CaptureBackendError("CapturesNotConfigured", NOT_CONFIGURED)
+
+        return refuse
+
+
+class CapturesMisconfigured:
+    """Captures were asked for but a setting cannot work: every call says which one to fix.
+
+    ``configured`` stays true so the start-up orphan scan tries Azure and shows this message.
+    """
+
+    configured = True
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+    def __getattr__(self, name: str) -> Any:
+        message = f"Packet captures are misconfigured: {self.problem}"
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise CaptureBackendError("InvalidSetting", message)
 
         return refuse
 
@@ -38,25 +76,35 @@ class _StaticToken:
 
 
 def capture_backend(settings: Settings) -> CaptureBackend:
+    backend: Any
     if not settings.azure_subscription_id:
-        backend: Any = CapturesNotConfigured()
+        backend = CapturesNotConfigured()
         return backend  # type: ignore[no-any-return]
     from cloud.azure_backend import AzureCaptureBackend
-    from cloud.azure_settings import AzureSettings
+    from cloud.azure_settings import AzureSettings, InvalidAzureSetting
 
     key = settings.azure_storage_key
-    azure = AzureSettings(
-        subscription_id=settings.azure_subscription_id,
-        arm_endpoint=settings.azure_arm_endpoint,
-        blob_endpoint_template=settings.azure_blob_endpoint_template,
-        storage_auth_mode=settings.azure_storage_auth_mode,
-        account_key=(lambda _account: key) if key else None,
-        lro_polling_interval=settings.azure_lro_polling_interval,
-    )
+    try:
+        azure = AzureSettings(
+            subscription_id=settings.azure_subscription_id,
+            arm_endpoint=settings.azure_arm_endpoint,
+            blob_endpoint_template=settings.azure_blob_endpoint_template,
+            storage_auth_mode=settings.azure_storage_auth_mode,
+            account_key=(lambda _account: key) if key else None,
+            lro_polling_interval=settings.azure_lro_polling_interval,
+        )
+    except InvalidAzureSetting as exc:
+        value = getattr(settings, f"azure_{exc.field}", None)
+        fix = _FIX_FOR_FIELD.get(exc.field)
+        backend = CapturesMisconfigured(fix.format(value=value) if fix else str(exc))
+        return backend  # type: ignore[no-any-return]
     credential = None
     if settings.azure_static_token:
         if not azure.arm_is_loopback_http:
-            raise CaptureBackendError("InvalidSetting", "GHOST_AZURE_STATIC_TOKEN is only "
-                                      "accepted with a loopback test ARM endpoint.")
+            backend = CapturesMisconfigured(
+                "GHOST_AZURE_STATIC_TOKEN is only accepted with a loopback test ARM endpoint "
+                "(GHOST_AZURE_ARM_ENDPOINT=http://127.0.0.1:…); unset it to sign in with a "
+                "managed identity or `az login`.")
+            return backend  # type: ignore[no-any-return]
         credential = _StaticToken(settings.azure_static_token)
     return AzureCaptureBackend(azure, credential)

@@ -24,6 +24,9 @@ from core.engine.loop import Engine, Outcome
 
 log = logging.getLogger(__name__)
 
+#: what a worker runs: chat investigations. A `ghost investigate` belongs to its terminal.
+CHAT_PLATFORMS = ("slack", "teams")
+
 
 def worker_id(prefix: str = "worker") -> str:
     return f"{prefix}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -54,7 +57,8 @@ class Worker:
 
     def run_once(self) -> str | None:
         """Claim one runnable investigation and advance it; its id, or None if none was free."""
-        inv = self.store.claim_next(self.owner, lease_seconds=self.lease_seconds)
+        inv = self.store.claim_next(self.owner, lease_seconds=self.lease_seconds,
+                                    platforms=CHAT_PLATFORMS)
         if inv is None:
             return None
         self.work(inv.session_id)

@@ -119,6 +119,11 @@ class AzureCaptureBackend:
         try:
             response = self.network.send_request(HttpRequest("GET", url))
             if response.status_code == 404:
+                if _error_code(response) == "ResourceGroupNotFound":
+                    raise CaptureBackendError(NOT_FOUND, (
+                        f"Resource group {_resource_group(path)!r} does not exist in "
+                        f"subscription {self.settings.subscription_id}; check resource_group "
+                        "(and GHOST_AZURE_SUBSCRIPTION_ID)."))
                 return None
             response.raise_for_status()
             body = response.json()
@@ -260,6 +265,22 @@ class AzureCaptureBackend:
             except AzureError as exc:
                 raise backend_error(exc, f"listing packet captures in {location}") from exc
         return found
+
+
+def _error_code(response: Any) -> str:
+    """ARM's ``error.code`` from a response body, or '' when there is none."""
+    try:
+        body = response.json()
+    except Exception:  # noqa: BLE001 - an error page that is not JSON has no code
+        return ""
+    error = body.get("error") if isinstance(body, dict) else None
+    return str(error.get("code") or "") if isinstance(error, dict) else ""
+
+
+def _resource_group(path: str) -> str:
+    parts = path.split("/")
+    lower = [p.lower() for p in parts]
+    return parts[lower.index("resourcegroups") + 1] if "resourcegroups" in lower else "?"
 
 
 def _text(value: Any) -> str:

@@ -16,9 +16,12 @@ def backend_error(exc: AzureError, doing: str) -> CaptureBackendError:
     """Keep Azure's code (NetworkWatcherNotEnabled, AuthorizationFailed…) and say what failed."""
     if isinstance(exc, ResourceNotFoundError):
         return CaptureBackendError(NOT_FOUND, f"{doing}: {_message(exc)}")
-    if isinstance(exc, ClientAuthenticationError):
-        return CaptureBackendError("AuthenticationFailed", f"{doing}: {_message(exc)}. Check "
-                                   "the managed identity / az login and its role assignments.")
+    # a plain ARM GET (send_request) reports 401 as HttpResponseError, not the typed error
+    if isinstance(exc, ClientAuthenticationError) or getattr(exc, "status_code", None) == 401:
+        return CaptureBackendError("AuthenticationFailed", (
+            f"{doing}: Azure did not accept Ghost's credential, or none was found "
+            f"({_message(exc).rstrip('. ')}). Sign in again (`az login`) or check the managed "
+            "identity (AZURE_CLIENT_ID) and its role assignments."))
     if isinstance(exc, HttpResponseError):
         code = _code(exc)
         if exc.status_code == 404:

@@ -9,6 +9,14 @@ from urllib.parse import urlsplit
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
+class InvalidAzureSetting(ValueError):
+    """A setting that cannot work; ``field`` names it so a front end can name its variable."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass(frozen=True)
 class AzureSettings:
     """Everything the capture backend needs to reach Azure (no secrets in here but a lookup)."""
@@ -29,16 +37,18 @@ class AzureSettings:
 
     def __post_init__(self) -> None:
         if self.storage_auth_mode not in ("login", "key"):
-            raise ValueError(f"storage_auth_mode must be 'login' or 'key', not "
-                             f"{self.storage_auth_mode!r}")
+            raise InvalidAzureSetting("storage_auth_mode", f"storage_auth_mode must be 'login' "
+                                      f"or 'key', not {self.storage_auth_mode!r}")
         if self.storage_auth_mode == "key" and self.account_key is None:
-            raise ValueError("storage_auth_mode 'key' needs an account_key lookup")
+            raise InvalidAzureSetting("account_key",
+                                      "storage_auth_mode 'key' needs an account_key lookup")
         for name in ("arm_endpoint", "blob_endpoint_template"):
             url = urlsplit(getattr(self, name).replace("{account}", "x"))
             if url.scheme != "https" and not (url.scheme == "http"
                                               and url.hostname in LOOPBACK_HOSTS):
-                raise ValueError(f"{name} must be https (plain http is allowed only for a "
-                                 f"loopback test endpoint): {getattr(self, name)!r}")
+                raise InvalidAzureSetting(name, f"{name} must be https (plain http is allowed "
+                                          f"only for a loopback test endpoint): "
+                                          f"{getattr(self, name)!r}")
 
     @property
     def arm_is_loopback_http(self) -> bool:

@@ -57,8 +57,9 @@ def verify_chain(
 
     A record is bad when its seq is not the next number (a record removed or inserted), its
     audit id does not match its seq, its ``prev_hash`` is not the previous record's hash, or its
-    own hash does not match its content (altered). After the walk the count and last hash must
-    match the head kept on the investigation (records removed from the end).
+    own hash does not match its content (altered), or it lies past the head kept on the
+    investigation (appended behind Ghost's back). After the walk the count and last hash must
+    match that head (records removed from the end).
     """
     prev = GENESIS
     count = 0
@@ -66,6 +67,10 @@ def verify_chain(
         count += 1
         seq = record.get("seq")
         label = str(record.get("audit_id") or f"seq {seq}")
+        if head_count is not None and count > head_count:
+            # a well-linked record past the head: Ghost never wrote it
+            return ChainReport(False, count, label, f"only {head_count} records were written "
+                               "but the log holds more (a record was added behind Ghost's back)")
         if seq != count:
             what = "inserted" if isinstance(seq, int) and seq < count else "removed before it"
             return ChainReport(False, count, label, f"sequence gap: expected seq {count}, "
@@ -79,7 +84,7 @@ def verify_chain(
             return ChainReport(False, count, label, "content does not match its hash "
                                "(the record was altered)")
         prev = str(record[HASH_FIELD])
-    if head_count is not None and head_count != count:
+    if head_count is not None and head_count > count:
         missing = audit_id_for(session_id, count + 1)
         return ChainReport(False, count, missing, f"the log holds {count} records but "
                            f"{head_count} were written (records removed from the end)")

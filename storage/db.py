@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.errors import DatabaseNotMigrated, DatabaseUnreachable
+from storage.errors import DatabaseNotMigrated, DatabaseUnreachable, too_new
 
 
 def normalise_url(url: str) -> str:
@@ -103,6 +103,8 @@ class Database:
                 "Check GHOST_DATABASE_URL and that the server is running.",
             ) from None
         head = migrate.head_revision()
+        if current is not None and current not in migrate.known_revisions():
+            raise too_new(safe_url(self.url), current, head)
         if current != head:
             if self.auto_migrate:
                 migrate.upgrade(self.engine)

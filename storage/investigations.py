@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -238,8 +238,13 @@ class InvestigationRepo:
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise UnknownInvestigation(session_id)
 
-    def claim_next(self, owner: str, *, lease_seconds: float = 60.0) -> InvestigationView | None:
+    def claim_next(self, owner: str, *, lease_seconds: float = 60.0,
+                   platforms: Collection[str] | None = None) -> InvestigationView | None:
         """Lease the next runnable investigation to ``owner``, or return None.
+
+        ``platforms`` limits the claim to investigations a worker can serve: a chat worker
+        passes its chat platforms so that it never takes over a ``ghost investigate`` running
+        (or interrupted) in somebody's terminal.
 
         PostgreSQL: ``SELECT … FOR UPDATE SKIP LOCKED`` so that concurrent workers never wait
         on, or take, the same row. SQLite (one process): the conditional UPDATE below is the
@@ -254,6 +259,8 @@ class InvestigationRepo:
             .order_by(Investigation.updated_at)
             .limit(1 if self.db.dialect == "postgresql" else 10)
         )
+        if platforms is not None:
+            candidates = candidates.where(Investigation.platform.in_(list(platforms)))
         if self.db.dialect == "postgresql":
             candidates = candidates.with_for_update(skip_locked=True)
         with self.db.session() as s, s.begin():

@@ -18,16 +18,25 @@ def _config(connection: object) -> object:
     return config
 
 
-def head_revision() -> str:
-    """The newest revision this code knows."""
+def _scripts() -> object:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    head = ScriptDirectory.from_config(config).get_current_head()
+    return ScriptDirectory.from_config(config)
+
+
+def head_revision() -> str:
+    """The newest revision this code knows."""
+    head = _scripts().get_current_head()  # type: ignore[attr-defined]
     assert head is not None
-    return head
+    return str(head)
+
+
+def known_revisions() -> set[str]:
+    """Every revision this code can migrate from; others come from a newer Ghost."""
+    return {str(r.revision) for r in _scripts().walk_revisions()}  # type: ignore[attr-defined]
 
 
 def current_revision(engine: Engine) -> str | None:

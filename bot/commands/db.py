@@ -22,6 +22,10 @@ def upgrade(args: argparse.Namespace) -> int:
             f"{str(getattr(exc, 'orig', exc)).strip().splitlines()[0]}.",
             "Check GHOST_DATABASE_URL and that the server is running.",
         ) from None
+    if before is not None and before not in migrate.known_revisions():
+        from storage.errors import too_new
+
+        raise too_new(safe_url(db.url), before, migrate.head_revision())
     migrate.upgrade(db.engine)
     after = migrate.current_revision(db.engine)
     if before == after:
@@ -32,12 +36,36 @@ def upgrade(args: argparse.Namespace) -> int:
 
 
 def status(args: argparse.Namespace) -> int:
+    """Where the database is and its revision; exit 1 (with what to do) when not at head."""
     from storage import migrate
     from storage.db import Database, safe_url
 
     settings = load_settings()
     db = Database(settings.resolved_database_url, auto_migrate=settings.uses_default_database)
-    db.ensure_ready()
+    if db.auto_migrate:
+        from storage.errors import DatabaseTooNew
+
+        try:
+            db.ensure_ready()  # the default SQLite file is created and migrated on first use
+        except DatabaseTooNew:
+            pass  # shown below as a status, like any other revision
+    try:
+        current = migrate.current_revision(db.engine)
+    except Exception as exc:  # noqa: BLE001 - reported as one line below
+        from storage.errors import DatabaseUnreachable
+
+        raise DatabaseUnreachable(
+            f"Cannot reach the database at {safe_url(db.url)}: "
+            f"{str(getattr(exc, 'orig', exc)).strip().splitlines()[0]}.",
+            "Check GHOST_DATABASE_URL and that the server is running.",
+        ) from None
+    head = migrate.head_revision()
     print(f"database: {safe_url(db.url)}")
-    print(f"revision: {migrate.current_revision(db.engine)} (head {migrate.head_revision()})")
-    return 0
+    print(f"revision: {current or 'none (empty)'} (head {head})")
+    if current == head:
+        return 0
+    if current is not None and current not in migrate.known_revisions():
+        print("A newer Ghost migrated this database: run that release, not this one.")
+    else:
+        print("Not up to date: run `ghost db upgrade` (with the same GHOST_DATABASE_URL).")
+    return 1

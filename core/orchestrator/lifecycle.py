@@ -432,7 +432,8 @@ def describe(task: Task, partner: Task | None = None) -> str:
                 + " Run cleanup_task again to retry.")
     if task.get("outcome") in ("failed", "timed_out", "cancelled", "abandoned"):
         tail = {"completed": " Cloud resources cleaned up.", "skipped": " Nothing to clean up."}
-        return (f"Task {task['outcome'].replace('_', ' ')}: {task.get('error_detail')}."
+        detail = str(task.get("error_detail") or "no detail recorded").rstrip(". ")
+        return (f"Task {task['outcome'].replace('_', ' ')}: {detail}."
                 + tail.get(str(task.get("cleanup_status")), ""))
     return f"Task is {state.value}."
 

@@ -39,9 +39,21 @@ class TaskRegistry:
         self._unsaved.pop(str(task["task_id"]), None)
 
     def load(self, task_id: str) -> Task | None:
-        """The newest record of ``task_id``: this session first, then any session."""
+        """The newest record of ``task_id``: this session first, then any session.
+
+        Task ids are unique across sessions, so a store that can look one task up by id
+        (``latest_task``, indexed) answers without reading every task in the database.
+        """
         if task_id in self._unsaved:
             return copy.deepcopy(self._unsaved[task_id])
+        lookup = getattr(self.tasks, "latest_task", None)
+        if callable(lookup):
+            try:
+                record = lookup(task_id)
+            except Exception as exc:  # noqa: BLE001 - report, and fall back to memory
+                log.error("task registry read failed: %s", exc)
+                return None
+            return record if record is not None and _valid(record) else None
         for scope in (self.session_id, None):
             for record in self._read(scope):
                 if record.get("task_id") == task_id:

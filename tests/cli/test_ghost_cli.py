@@ -39,20 +39,44 @@ def investigation(store: Store) -> str:
     return sid
 
 
-def test_verify_ok_then_tampered(cli_env: dict[str, str], store: Store, investigation: str) -> None:
+def _forge_fourth(store: Store, sid: str) -> None:
+    """A well-linked record with a valid hash, written straight into the table."""
+    from core.audit_chain import record_hash
+    from storage.models import AuditEvent
+
+    last = store.audit_records(sid)[-1]
+    forged = dict(last) | {"seq": 4, "audit_id": f"{sid}_004", "command": "az vm delete -n db",
+                           "prev_hash": last["hash"]}
+    forged["hash"] = record_hash(forged)
+    with store.db.session() as s, s.begin():
+        s.add(AuditEvent(**forged))
+
+
+@pytest.mark.parametrize(("tamper", "first_bad"), [
+    ("update", "_002"), ("delete_last", "_003"), ("insert", "_004")])
+def test_verify_ok_then_tampered(cli_env: dict[str, str], store: Store, investigation: str,
+                                 tamper: str, first_bad: str) -> None:
     ok = ghost(cli_env, "audit", "verify", investigation)
     assert ok.returncode == 0, ok.stderr
     assert "3 records" in ok.stdout
     with store.db.engine.begin() as conn:  # behind the application's back
         if store.db.dialect == "sqlite":
             conn.execute(text("DROP TRIGGER audit_events_no_update"))
+            conn.execute(text("DROP TRIGGER audit_events_no_delete"))
         else:
             conn.execute(text("DROP TRIGGER audit_events_append_only ON audit_events"))
-        conn.execute(text("UPDATE audit_events SET output = '10.6.6.6' WHERE audit_id = :a"),
-                     {"a": f"{investigation}_002"})
+        if tamper == "update":
+            conn.execute(text("UPDATE audit_events SET output = '10.6.6.6' WHERE audit_id = :a"),
+                         {"a": f"{investigation}_002"})
+        elif tamper == "delete_last":
+            conn.execute(text("DELETE FROM audit_events WHERE audit_id = :a"),
+                         {"a": f"{investigation}_003"})
+    if tamper == "insert":
+        _forge_fourth(store, investigation)
     bad = ghost(cli_env, "audit", "verify", investigation)
-    assert bad.returncode == 3
-    assert f"{investigation}_002" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 3, bad.stderr
+    assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+    assert f"breaks at {investigation}{first_bad}:" in bad.stderr
 
 
 def test_export_writes_the_two_jsonl_files(cli_env: dict[str, str], investigation: str,
@@ -117,6 +141,39 @@ def test_unmigrated_database_says_to_upgrade(tmp_path: Path, database_url: str) 
     again = ghost(env, "db", "upgrade")
     assert again.returncode == 0 and "already" in again.stdout
     assert ghost(env, "session", "list").stdout.strip() == "No investigations yet."
+
+
+def test_db_status_says_whether_to_upgrade(tmp_path: Path, database_url: str) -> None:
+    env = _env(tmp_path, database_url)
+    empty = ghost(env, "db", "status")
+    assert empty.returncode == 1 and "none (empty)" in empty.stdout
+    assert "ghost db upgrade" in empty.stdout and "Traceback" not in empty.stderr
+    assert ghost(env, "db", "upgrade").returncode == 0
+    ready = ghost(env, "db", "status")
+    assert ready.returncode == 0 and "(head " in ready.stdout and "upgrade" not in ready.stdout
+
+
+@pytest.mark.parametrize("default_sqlite", [False, True])
+def test_a_schema_from_a_newer_ghost_is_one_line(tmp_path: Path, migrated_url: str,
+                                                 default_sqlite: bool) -> None:
+    """A rollback after a newer release migrated the database: say so, never a traceback."""
+    from storage.db import make_engine
+
+    env = _env(tmp_path, None if default_sqlite else migrated_url)
+    if default_sqlite:
+        assert ghost(env, "session", "list").returncode == 0  # creates ./data/ghost.db
+    engine = make_engine(f"sqlite:///{tmp_path / 'data' / 'ghost.db'}" if default_sqlite
+                         else migrated_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0999'"))
+    engine.dispose()
+    for command in (["session", "list"], ["db", "upgrade"]):
+        run = ghost(env, *command)
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+        assert "revision 0999" in run.stderr and "newer Ghost" in run.stderr
+    status = ghost(env, "db", "status")
+    assert status.returncode == 1 and "newer Ghost" in status.stdout
 
 
 def test_default_sqlite_database_is_created_on_first_use(tmp_path: Path) -> None:

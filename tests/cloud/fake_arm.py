@@ -1,9 +1,11 @@
 """A small fake of Azure Resource Manager for the network SDK: VMs, watchers, packet captures.
 
 It speaks ARM's long-running-operation protocol (201/202 with Azure-AsyncOperation or Location,
-operation polling, Retry-After), answers 404 for deleted resources, and injects failures:
-NetworkWatcherNotEnabled, a provisioning that ends Failed, and 429 throttling. When a capture
-stops, it writes the capture's pcap to the storage path (Azurite) through ``on_stopped``.
+operation polling, Retry-After), answers 404 for deleted resources (ResourceGroupNotFound for a
+group that holds nothing), and injects failures:
+NetworkWatcherNotEnabled, a provisioning that ends Failed, 429 throttling, and dropped
+connections (the network gone). When a capture stops, it writes the capture's pcap to the
+storage path (Azurite) through ``on_stopped``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class ArmState:
     create_error: tuple[int, str, str] | None = None
     provisioning_fails: bool = False
     throttle_next: int = 0
+    drop_next: int = 0  # hang up without an answer: the network is gone
     requests: list[tuple[str, str, int]] = field(default_factory=list)
     on_stopped: Callable[[str], None] = lambda path: None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -97,6 +100,11 @@ class _Handler(BaseHTTPRequestHandler):
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self._error(401, "AuthenticationFailed", "no or wrong bearer token")
         with s.lock:
+            if s.drop_next > 0:
+                s.drop_next -= 1
+                self.close_connection = True
+                self.state.requests.append((self.command, urlsplit(self.path).path, 0))
+                return None
             if s.throttle_next > 0:
                 s.throttle_next -= 1
                 return self._send(429, {"error": {"code": "TooManyRequests",
@@ -116,6 +124,11 @@ class _Handler(BaseHTTPRequestHandler):
             if m.group(1) not in s.vms:
                 return self._error(404, "ResourceNotFound", "vm not found")
             return self._send(200, {"value": s.extensions[m.group(1)]})
+        if ("/virtualmachines/" in lower or "/managedclusters/" in lower) and \
+                not self._group_exists(lower):
+            group = lower.split("/resourcegroups/", 1)[1].split("/", 1)[0]
+            return self._error(404, "ResourceGroupNotFound",
+                               f"Resource group '{group}' could not be found.")
         if "/virtualmachines/" in lower:
             vm = s.vms.get(lower)
             return self._send(200, vm) if vm else self._error(
@@ -129,6 +142,12 @@ class _Handler(BaseHTTPRequestHandler):
                          path, re.IGNORECASE):
             return self._capture(method, m.group(1), m.group(2), m.group(3), body)
         return self._error(404, "NotFound", f"fake ARM has no route for {method} {path}")
+
+    def _group_exists(self, lower_path: str) -> bool:
+        """ARM answers ResourceGroupNotFound before looking for the resource itself."""
+        group = "/resourcegroups/" + lower_path.split("/resourcegroups/", 1)[1].split("/", 1)[0]
+        return any(group + "/" in rid for rid in [*self.state.vms, *map(str.lower,
+                                                                         self.state.clusters)])
 
     # ---- packet captures
     def _capture(self, method: str, watcher: str, name: str | None, action: str | None,

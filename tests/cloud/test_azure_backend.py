@@ -57,12 +57,9 @@ def spec(vm_id: str, container: str, name: str = "ghost_web-vm-01_20250115T14320
                        container=container, blob_name=f"{name}.pcap", time_limit_seconds=60)
 
 
-def test_full_capture_through_the_orchestrator(arm: FakeArm, azurite: str, container: str,
-                                               store: Store, tmp_path: Path) -> None:
-    arm.state.add_vm("web-vm-01")
-    arm.state.watchers["westus2"] = "NetworkWatcher_westus2"
-    arm.state.running_polls = 2
-    upload_on_stop(arm, azurite, tcp_conversation_pcap())
+def orchestrator(arm: FakeArm, azurite: str, container: str, store: Store,
+                 tmp_path: Path) -> tuple[CloudOrchestrator, FakeClock]:
+    """The real SDK clients behind the orchestrator, a human who approves everything."""
     sid = store.create_investigation(symptom="s", model="m", audit_dir="a",
                                      requested_by="U").session_id
     clock = FakeClock()
@@ -75,11 +72,25 @@ def test_full_capture_through_the_orchestrator(arm: FakeArm, azurite: str, conta
         config=OrchestratorConfig(local_capture_dir=data / "captures",
                                   storage_container=container, storage_auth_mode="key"),
         clock=clock, sleep=clock.sleep, monotonic=clock.monotonic)
-    res = orch.orchestrate({"intent": "capture_traffic", "target": "web-vm-01",
-                            "parameters": {"duration_seconds": 60,
-                                           "storage_account": AZURITE_ACCOUNT,
-                                           "resource_group": "prod-rg"},
-                            "investigation_context": "502s"})
+    return orch, clock
+
+
+def capture(target: str = "web-vm-01", resource_group: str = "prod-rg") -> dict[str, Any]:
+    return {"intent": "capture_traffic", "target": target,
+            "parameters": {"duration_seconds": 60, "storage_account": AZURITE_ACCOUNT,
+                           "resource_group": resource_group},
+            "investigation_context": "502s"}
+
+
+def test_full_capture_through_the_orchestrator(arm: FakeArm, azurite: str, container: str,
+                                               store: Store, tmp_path: Path) -> None:
+    arm.state.add_vm("web-vm-01")
+    arm.state.watchers["westus2"] = "NetworkWatcher_westus2"
+    arm.state.running_polls = 2
+    upload_on_stop(arm, azurite, tcp_conversation_pcap())
+    orch, clock = orchestrator(arm, azurite, container, store, tmp_path)
+    sid = orch.session_id
+    res = orch.orchestrate(capture())
     assert res["state"] == "WAITING", res
     done = orch.orchestrate({"intent": "check_task", "task_id": res["task_id"]})
     assert done["status"] == "task_completed", done
@@ -108,6 +119,10 @@ def test_detection_of_vm_aks_and_missing_things(arm: FakeArm, azurite: str) -> N
     with pytest.raises(CaptureBackendError) as missing:
         backend.detect_target("nope", "prod-rg")
     assert missing.value.code == "ResourceNotFound"
+    with pytest.raises(CaptureBackendError) as no_group:
+        backend.detect_target("web-vm-01", "prod-rgx")
+    assert no_group.value.code == "ResourceNotFound"
+    assert "Resource group 'prod-rgx' does not exist" in no_group.value.message
     arm.state.add_vm("bare-vm", extension=False)
     with pytest.raises(CaptureBackendError) as bare:
         backend.detect_target("bare-vm", "prod-rg")
@@ -195,3 +210,33 @@ def test_plain_http_is_refused_off_loopback() -> None:
         AzureSettings(subscription_id=SUB, arm_endpoint="http://management.example.com")
     with pytest.raises(ValueError, match="account_key"):
         AzureSettings(subscription_id=SUB, storage_auth_mode="key")
+
+
+def test_missing_resource_group_fails_in_detection(arm: FakeArm, azurite: str, container: str,
+                                                   store: Store, tmp_path: Path) -> None:
+    arm.state.add_vm("web-vm-01")
+    orch, _ = orchestrator(arm, azurite, container, store, tmp_path)
+    res = orch.orchestrate(capture(resource_group="prod-rgx"))
+    assert res["status"] == "task_failed" and res["cleanup_status"] == "skipped"
+    assert res["error_detail"].startswith("Resource not found: Resource group 'prod-rgx' does "
+                                          "not exist")
+    assert not arm.state.captures and not [r for r in arm.state.requests if r[0] == "PUT"]
+
+
+def test_network_lost_during_polling_does_not_advance(arm: FakeArm, azurite: str,
+                                                      container: str, store: Store,
+                                                      tmp_path: Path) -> None:
+    arm.state.add_vm("web-vm-01")
+    arm.state.watchers["westus2"] = "nw"
+    arm.state.running_polls = 0
+    upload_on_stop(arm, azurite, tcp_conversation_pcap())
+    orch, _ = orchestrator(arm, azurite, container, store, tmp_path)
+    task_id = orch.orchestrate(capture())["task_id"]
+    arm.state.drop_next = 1000  # every request hangs up: the SDK retries, then gives up
+    lost = orch.orchestrate({"intent": "check_task", "task_id": task_id})
+    assert lost["status"] == "task_pending" and lost["state"] == "WAITING", lost
+    assert lost["poll_count"] > 0 and any("Service" in w for w in lost["warnings"])
+    assert [r for r in arm.state.requests if r[2] == 0]  # the connections really dropped
+    arm.state.drop_next = 0  # the network is back
+    done = orch.orchestrate({"intent": "check_task", "task_id": task_id})
+    assert done["status"] == "task_completed", done

@@ -168,6 +168,7 @@ def test_verify_catches_a_record_appended_behind_the_applications_back(store: St
     _insert_raw(store, forged)
     report = store.verify_audit(sid)
     assert not report.ok and "written" in (report.problem or "")
+    assert report.first_bad == f"{sid}_004"  # the forged record itself, not a missing one
 
 
 def test_verify_catches_a_record_inserted_in_the_middle(store: Store) -> None:
@@ -189,10 +190,13 @@ def test_verify_catches_a_record_inserted_in_the_middle(store: Store) -> None:
     assert not report.ok and report.first_bad == f"{sid}_002old"
 
 
-def _append_many(url: str, sids: list[str], n: int) -> None:
+def _append_many(url: str, sids: list[str], n: int, writer: int,
+                 start: Any) -> None:
     s = Store.from_url(url)
+    s.db.ensure_ready()
+    start.wait(60)  # every writer connected: the appends really race
     for i in range(n):
-        s.append_audit(sids[i % len(sids)], _command(i % 250))
+        s.append_audit(sids[i % len(sids)], {**_command(i % 250), "actor": f"writer-{writer}"})
     s.db.dispose()
 
 
@@ -200,13 +204,16 @@ def test_concurrent_writers_never_duplicate_or_fork(store: Store, migrated_url: 
     sids = [_new(store, f"inv {i}") for i in range(3)]
     store.db.dispose()
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_append_many, args=(migrated_url, sids, 30)) for _ in range(8)]
+    start = ctx.Barrier(8)
+    procs = [ctx.Process(target=_append_many, args=(migrated_url, sids, 30, w, start))
+             for w in range(8)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
     total = 0
+    switches = 0
     for sid in sids:
         records = store.audit_records(sid)
         ids = [r["audit_id"] for r in records]
@@ -214,4 +221,9 @@ def test_concurrent_writers_never_duplicate_or_fork(store: Store, migrated_url: 
         report = store.verify_audit(sid)
         assert report.ok, report
         total += report.count
+        actors = [r["actor"] for r in records]
+        assert len(set(actors)) == 8  # every writer appended to every investigation
+        switches += sum(a != b for a, b in zip(actors, actors[1:], strict=False))
     assert total == 8 * 30
+    if store.db.dialect == "postgresql":  # row locks, not one file lock: writers interleave
+        assert switches > len(sids) * 7, "the writers ran one after another, not concurrently"

@@ -6,6 +6,7 @@ import hashlib
 import json
 import multiprocessing
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -76,8 +77,21 @@ def test_claim_leases_one_runnable_investigation_at_a_time(store: Store) -> None
     assert store.claim_next("worker-3") is not None
 
 
-def _claim_all(url: str, owner: str, out: multiprocessing.Queue[list[str]]) -> None:
+def test_a_chat_worker_never_claims_a_terminal_investigation(store: Store) -> None:
+    terminal = store.create_investigation(symptom="t", model="m", audit_dir="a")
+    chat = store.create_investigation(symptom="c", model="m", audit_dir="a", platform="slack",
+                                      channel_ref="C1", thread_ref="1.1")
+    got = store.claim_next("worker-1", platforms=("slack", "teams"))
+    assert got is not None and got.session_id == chat.session_id
+    assert store.claim_next("worker-2", platforms=("slack", "teams")) is None
+    assert store.get_investigation(terminal.session_id).lease_owner is None
+
+
+def _claim_all(url: str, owner: str, out: multiprocessing.Queue[list[str]],
+               start: Any) -> None:
     s = Store.from_url(url)
+    s.db.ensure_ready()
+    start.wait(60)  # all claimers connected: they really compete for the same rows
     got: list[str] = []
     while (inv := s.claim_next(owner, lease_seconds=600)) is not None:
         got.append(inv.session_id)
@@ -93,7 +107,9 @@ def test_concurrent_claimers_never_get_the_same_investigation(
     store.db.dispose()
     ctx = multiprocessing.get_context("fork")
     out: multiprocessing.Queue[list[str]] = ctx.Queue()
-    procs = [ctx.Process(target=_claim_all, args=(migrated_url, f"w{i}", out)) for i in range(4)]
+    start = ctx.Barrier(4)
+    procs = [ctx.Process(target=_claim_all, args=(migrated_url, f"w{i}", out, start))
+             for i in range(4)]
     for p in procs:
         p.start()
     results = [out.get(timeout=120) for _ in procs]
@@ -102,3 +118,5 @@ def test_concurrent_claimers_never_get_the_same_investigation(
     claimed = [sid for got in results for sid in got]
     assert len(claimed) == len(set(claimed))  # nobody got the same investigation twice
     assert set(claimed) == sids  # and every one was taken
+    if store.db.dialect == "postgresql":  # SKIP LOCKED: nobody waits, so several take work
+        assert sum(1 for got in results if got) >= 2, results
