@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import importlib
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,11 @@ TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _BLOCKED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
                       "LANGUAGE", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "MODEL_ARMOR"})
 _SIGNATURE_KEYS = ("thoughtSignature", "thought_signature")
+
+# Gemini adds enum values (finish reasons…) before the SDK knows them; the SDK keeps the raw
+# string and warns on stderr, which only clutters the engineer's terminal.
+warnings.filterwarnings("ignore", message=r".* is not a valid ", category=UserWarning,
+                        module=r"google\.genai\.")
 
 
 def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -142,8 +148,13 @@ class GeminiBrain:
         if not response.candidates:
             feedback = response.prompt_feedback
             reason = _name(feedback.block_reason) if feedback else None
-            raise BrainError(f"Gemini returned no answer (prompt blocked: {reason or 'unknown'})",
-                             transient=reason is None)
+            if reason:
+                detail = (feedback.block_reason_message if feedback else None) or ""
+                raise BrainError(f"Gemini refused the conversation (prompt blocked: {reason}"
+                                 f"{'; ' + detail if detail else ''}); asking again will not "
+                                 "help", transient=False)
+            raise BrainError("Gemini returned no answer (no candidates and no reason given); "
+                             "asking again may help", transient=True)
         cand = response.candidates[0]
         finish = _name(cand.finish_reason)
         if cand.content is None or not cand.content.parts:

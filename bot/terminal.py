@@ -30,13 +30,16 @@ class TerminalNotifier:
                     result: Mapping[str, Any]) -> None:
         if name == "run_shell_cmd":
             self._print(shell_line(args, result))
+        elif result.get("error") == "unknown_tool":
+            self._print(f"[Ghost Agent] asked for a tool that does not exist ({name}); "
+                        "told it which tools there are.")
         else:
             self._print(orchestrator_line(name, result))
 
     def approval_pending(self, session_id: str, name: str, args: Mapping[str, Any],
                          result: Mapping[str, Any]) -> None:
-        self._print(f"[Shell] Waiting for approval {result.get('approval_id')} "
-                    f"({name}); decide it in chat or resume later.")
+        what = args.get("command") or name
+        self._print(f"[Shell] Still waiting for a decision on: {what}")
 
     def state_changed(self, session_id: str, state: Mapping[str, Any],
                       engine_state: Mapping[str, Any]) -> None:
@@ -57,6 +60,9 @@ def shell_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> str:
         return f"[Shell] FORBIDDEN — blocked: {command}{audit}"
     if status == "error":
         return f"[Shell] ERROR ({result.get('error')}): {command}{audit}"
+    ran = str(result.get("command") or command)
+    if ran != command:
+        command = f"{ran} (edited from: {command})"
     label = {"auto_approved": "auto-approved", "user_approved": "approved",
              "user_modified": "modified and approved"}.get(str(action), str(action))
     exit_note = "" if result.get("exit_code") in (0, None) else \

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import getpass
 import textwrap
-from typing import TextIO
+from typing import Any, TextIO
 
 from bot.terminal import Prompter
 from core.safety.approval import ApprovalRequest, Decision
+from core.safety.redact import redact
 
 WIDTH = 69  # inner width of the box, as in the spec's console design
 
@@ -22,6 +23,18 @@ def local_user() -> str:
         return getpass.getuser()
     except Exception:  # noqa: BLE001 - no passwd entry in a container
         return "local-user"
+
+
+def request_view(approval: Any) -> ApprovalRequest:
+    """A stored approval request (``storage.ApprovalView``) as the alert box shows it."""
+    return ApprovalRequest(
+        approval_id=approval.approval_id, session_id=approval.session_id,
+        command=redact(approval.command), classification=approval.classification,
+        tier=approval.tier, rule=approval.rule,
+        reason=str((approval.context or {}).get("reason") or ""),
+        reasoning=approval.reasoning, environment=approval.environment,
+        requested_by=approval.requested_by, expires_at=approval.expires_at,
+        modified_by=approval.modified_by, replaces_approval_id=approval.replaces_approval_id)
 
 
 def _row(label: str, text: str) -> list[str]:
@@ -75,9 +88,9 @@ class TerminalApprover:
             if answer is None:
                 return Decision.abandon(self.user, "no answer: input closed")
             choice = answer.strip().lower()
-            if choice in ("a", "approve"):
+            if choice in ("a", "approve", "y", "yes"):
                 return Decision.approve(self.user)
-            if choice in ("d", "deny"):
+            if choice in ("d", "deny", "n", "no"):
                 reason = self._ask("Denial reason (optional, press Enter to skip): ")
                 return Decision.deny(self.user, (reason or "").strip() or None)
             if choice in ("m", "modify"):

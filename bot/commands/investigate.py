@@ -53,9 +53,14 @@ def run(settings: Settings, *, symptom: str | None, resume: str | None,
     store = build_store(settings)
     engine, orchestrators = build_engine(settings, store, prompter=prompter, out=out)
     session_id = ""
+    symptom = (symptom or "").strip() or None
     try:
         if resume:
             session_id = _resume(store, engine, resume, prompter, out, settings)
+            if session_id and not store.turns(session_id):
+                # interrupted before the symptom was given: start it now
+                symptom = symptom or store.get_investigation(session_id).symptom.strip()
+                _begin(engine, store, session_id, symptom, prompter, out)
         if not session_id:
             inv = store.create_investigation(
                 symptom=symptom or "", model=settings.model, audit_dir=str(settings.audit_dir),
@@ -65,21 +70,33 @@ def run(settings: Settings, *, symptom: str | None, resume: str | None,
             from bot.startup import orphan_check
 
             orphan_check(store, orchestrators(session_id), session_id, prompter, out)
-            if not symptom:
-                out.write("\n=== Ghost Agent Ready ===\nWhat network problem should I "
-                          "investigate?\n")
-                symptom = (prompter.ask("> ") or "").strip()
-                if not symptom:
-                    raise Aborted("No symptom given; nothing to investigate.")
-                store_symptom(store, session_id, symptom)
-            engine.begin(session_id, symptom)
+            _begin(engine, store, session_id, symptom, prompter, out)
         return _drive(engine, store, session_id, prompter, out)
     except KeyboardInterrupt:
         out.write(f"\n{resume_hint(session_id)}\n" if session_id else "\nInterrupted.\n")
         return 130
     except BrainUnavailable as exc:
         out.write(f"\n[ERROR] {exc.message}\n{resume_hint(session_id)}\n")
+        out.flush()
         return 1
+
+
+def _begin(engine: object, store: object, session_id: str, symptom: str | None,
+           prompter: Prompter, out: TextIO) -> None:
+    """The symptom (the argument, or asked for) as the first turn."""
+    from core.engine.loop import Engine
+    from storage.store import Store
+
+    assert isinstance(engine, Engine) and isinstance(store, Store)
+    if not symptom:
+        out.write("\n=== Ghost Agent Ready ===\nWhat network problem should I investigate?\n")
+        symptom = (prompter.ask("> ") or "").strip()
+        if not symptom:
+            store.set_status(session_id, "cancelled")
+            raise Aborted("No symptom given; nothing to investigate.",
+                          'Run `ghost investigate "what is broken"` with the symptom.')
+        store_symptom(store, session_id, symptom)
+    engine.begin(session_id, symptom)
 
 
 def prompter_user() -> str:
@@ -129,6 +146,27 @@ def _resume(store: object, engine: object, session_id: str, prompter: Prompter, 
     return session_id
 
 
+def _decide_open_approval(engine: object, store: object, approval_id: str | None) -> bool:
+    """Ask again for a request that is still pending; False when there is nothing to ask."""
+    from bot.terminal_approver import request_view
+    from core.engine.loop import Engine
+    from core.safety.shell import ST_PENDING, SafeExecShell
+    from storage.store import Store
+
+    assert isinstance(engine, Engine) and isinstance(store, Store)
+    approval = store.get_approval(approval_id) if approval_id else None
+    if approval is None or approval.status != ST_PENDING:
+        return False
+    shell = engine.shell_for(approval.session_id)
+    if not isinstance(shell, SafeExecShell) or not shell.approver.decides_immediately:
+        return False
+    decision = shell.approver.request(request_view(approval))
+    if decision is None:
+        return False
+    shell.decide(approval.approval_id, decision)
+    return True
+
+
 def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
            out: TextIO) -> int:
     from core.engine.loop import Engine
@@ -160,6 +198,9 @@ def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
                 out.write(f"{resume_hint(session_id)}\n")
                 return 0
         elif outcome.kind == "awaiting_approval":
+            # an approval left open by Ctrl-C (or a crash): the person at the keyboard decides
+            if _decide_open_approval(engine, store, outcome.approval_id):
+                continue
             out.write(f"{resume_hint(session_id)}\n")
             return 0
         else:

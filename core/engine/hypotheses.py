@@ -91,8 +91,11 @@ def _refresh_active(state: dict[str, Any]) -> None:
 
 
 def apply_reported(state: dict[str, Any], reported: Iterable[Mapping[str, Any]],
-                   now: str) -> None:
-    """Merge the ``hypotheses`` argument of a tool call into the session state."""
+                   now: str, last_audit_id: str | None = None) -> None:
+    """Merge the ``hypotheses`` argument of a tool call into the session state.
+
+    A resolution that cites no evidence is attributed to the latest command (``last_audit_id``).
+    """
     conflicts: list[dict[str, Any]] = []
     for item in reported:
         if not isinstance(item, Mapping) or not item.get("id"):
@@ -100,7 +103,10 @@ def apply_reported(state: dict[str, Any], reported: Iterable[Mapping[str, Any]],
         hid = _norm_id(str(item["id"]))
         entry = _open(state, hid, str(item.get("description") or ""), now)
         new = str(item.get("state") or "ACTIVE").upper()
-        evidence = [str(a) for a in item.get("evidence_audit_ids") or [] if a]
+        cited = item.get("evidence_audit_ids")
+        evidence = [str(a) for a in cited if a] if isinstance(cited, list) else []
+        if not evidence and last_audit_id:
+            evidence = [last_audit_id]
         if new in STATES and new != "ACTIVE":
             _set_state(state, entry, new, now, evidence, conflicts)
     state["evidence_conflicts"].extend(conflicts)

@@ -20,13 +20,12 @@ from typing import Any
 
 from core.engine import hypotheses as hyp
 from core.engine.brain import Brain, BrainError, ModelReply
-from core.engine.history import rebuild, stored_response, user_text
+from core.engine.history import rebuild, shell_response, stored_response, user_text
 from core.engine.ports import EngineStore, Notifier, NullNotifier, Orchestrator, Shell
 from core.engine.prompt import build_system_prompt
 from core.engine.tools import TOOL_DECLARATIONS
 from core.errors import GhostError
 from core.safety.redact import redact
-from core.safety.responses import response_from_record
 from core.session_state import iso_utc, utc_now
 
 MAX_LOOP_TURNS = 50
@@ -161,18 +160,20 @@ class Engine:
 
     # ------------------------------------------------------------------ steps
     def _call_model(self, sid: str, state: dict[str, Any], engine: dict[str, Any]) -> None:
-        history = rebuild(self.store.turns(sid), self.store.audit_records(sid))
+        records = self.store.audit_records(sid)
+        history = rebuild(self.store.turns(sid), records)
         prompt = build_system_prompt(is_resume=bool(state.get("is_resume")),
                                      audit_dir=str(state.get("audit_dir") or self.audit_dir))
         reply = self._generate(prompt, history)
         state["turn_count"] = int(state["turn_count"]) + 1
         self.store.append_turn(sid, "model", reply.content)
         now = iso_utc(self.clock())
-        hyp.apply_text(state, reply.text, now)
+        last = last_command_audit_id(records)
+        hyp.apply_text(state, reply.text, now, last)
         for call in reply.function_calls:
             reported = call.args.get("hypotheses")
             if isinstance(reported, list):
-                hyp.apply_reported(state, reported, now)
+                hyp.apply_reported(state, reported, now, last)
         if reply.text:
             self.notifier.model_text(sid, reply.text)
         if not reply.function_calls:
@@ -196,9 +197,13 @@ class Engine:
                 return self.brain.generate(system_prompt=prompt, tools=TOOL_DECLARATIONS,
                                            history=history)
             except BrainError as exc:
-                if not exc.transient or attempt == self.retries:
+                if not exc.transient:
                     raise BrainUnavailable(
-                        f"Gemini did not answer ({exc}).",
+                        str(exc), "The investigation is saved; resume it once that is fixed.",
+                    ) from exc
+                if attempt == self.retries:
+                    raise BrainUnavailable(
+                        f"{exc} (tried {attempt + 1} times)",
                         "The investigation is saved; resume it when Gemini is back.",
                     ) from exc
                 self.sleep(delay)
@@ -228,7 +233,8 @@ class Engine:
         waiting = pending.get("waiting")
         recovered = self._recover_in_flight(sid, pending) if pending.get("in_flight") else None
         if recovered is not None and recovered.get("status") == PENDING:
-            waiting, recovered = {"approval_id": recovered.get("approval_id")}, None
+            waiting, recovered = {"approval_id": recovered.get("approval_id"),
+                                  "task_id": recovered.get("task_id")}, None
         if recovered is not None:
             result = recovered
         else:
@@ -236,9 +242,13 @@ class Engine:
                 # a durable mark before the tool runs: after a crash the tool is not run twice
                 pending["in_flight"] = {"index": index,
                                         "audit_count": len(self.store.audit_records(sid))}
+                if name == "capture_traffic":
+                    pending["in_flight"]["task_count"] = len(self.store.task_events(sid))
                 self._save(sid, state, engine)
             result = self._run_tool(sid, name, args, waiting)
         pending["in_flight"] = None
+        if name == "run_shell_cmd" and result.get("action") == "user_modified":
+            result = self._as_recorded(sid, result)
         held = result.get("waiting_for_approval")
         if result.get("status") == PENDING or isinstance(held, Mapping):
             approval_id = result.get("approval_id") or (held or {}).get("approval_id")
@@ -261,6 +271,8 @@ class Engine:
         reached the shell runs now.
         """
         call = pending["calls"][pending["in_flight"]["index"]]
+        if call["name"] == "capture_traffic":
+            return self._recover_capture(sid, pending["in_flight"])
         if call["name"] != "run_shell_cmd":
             return None
         since = int(pending["in_flight"]["audit_count"])
@@ -270,13 +282,40 @@ class Engine:
                  if r.get("command") == command]
         outcomes = [r for r in newer if r.get("kind") == "command"]
         if outcomes:
-            return response_from_record(outcomes[-1])
+            return shell_response(outcomes[-1])
         requested = [r for r in newer if r.get("kind") == "approval"
                      and r.get("status") == "requested"]
         if requested:
             approval_id = str((requested[-1].get("details") or {}).get("approval_id"))
             return self.shell_for(sid).resume(approval_id)
         return None
+
+    def _recover_capture(self, sid: str, in_flight: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A capture whose task was created before Ghost stopped (say, Ctrl-C at its approval).
+
+        Its task is checked (which continues the step that was waiting) instead of a second
+        capture being started; None when the call never got as far as creating a task.
+        """
+        since = in_flight.get("task_count")
+        if since is None:
+            return None
+        created: list[str] = []
+        for record in self.store.task_events(sid)[int(since):]:
+            task_id = str(record.get("task_id") or "")
+            if task_id and task_id not in created:
+                created.append(task_id)
+        if not created:
+            return None
+        orchestrator = self.orchestrator_for(sid, self.shell_for(sid))
+        return orchestrator.orchestrate({"intent": "check_task", "task_id": created[0]})
+
+    def _as_recorded(self, sid: str, result: dict[str, Any]) -> dict[str, Any]:
+        """The result as the model will see it (an edited command names what really ran)."""
+        audit_id = result.get("audit_id")
+        for record in self.store.audit_records(sid):
+            if record.get("audit_id") == audit_id and record.get("kind") == "command":
+                return result | {"command": shell_response(record).get("command")}
+        return result
 
     def _run_tool(self, sid: str, name: str, args: Mapping[str, Any],
                   waiting: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -293,7 +332,9 @@ class Engine:
                 return orchestrator.orchestrate({"intent": "check_task",
                                                  "task_id": waiting["task_id"]})
             return orchestrator.orchestrate(orchestrator_request(name, args))
-        return {"status": "error", "error": "unknown_tool", "tool": name}
+        return {"status": "error", "error": "unknown_tool", "tool": name,
+                "message": f"There is no tool named {name!r}. The tools are: "
+                           + ", ".join(d["name"] for d in TOOL_DECLARATIONS) + "."}
 
     def _meta_for(self, state: dict[str, Any], name: str, args: Mapping[str, Any],
                   result: Mapping[str, Any]) -> dict[str, Any]:
@@ -359,6 +400,14 @@ class Engine:
         self.store.save_state(sid, state, status=status, engine_state=engine,
                               rca_markdown=rca_markdown)
         self.notifier.state_changed(sid, state, engine)
+
+
+def last_command_audit_id(records: list[dict[str, Any]]) -> str | None:
+    """The newest command outcome: the evidence a resolution without citations rests on."""
+    for record in reversed(records):
+        if record.get("kind") == "command" and record.get("audit_id"):
+            return str(record["audit_id"])
+    return None
 
 
 def is_denial(result: Mapping[str, Any]) -> bool:

@@ -124,6 +124,7 @@ def classify_audit(records: Sequence[Mapping[str, Any]]) -> AuditEvidence:
     commands: list[CommandEvidence] = []
     skipped = 0
     started: list[str] = []
+    started_by: dict[str, str | None] = {}
     finished: set[str] = set()
     probe_fail: str | None = None
     nsg_allow: str | None = None
@@ -134,6 +135,7 @@ def classify_audit(records: Sequence[Mapping[str, Any]]) -> AuditEvidence:
         kind = record.get("kind")
         if kind == "command_started":
             started.append(str(record["audit_id"]))
+            started_by[str(record["audit_id"])] = _text(record.get("actor"))
         if kind != "command":
             continue
         if _text(record.get("ref_audit_id")):
@@ -146,7 +148,9 @@ def classify_audit(records: Sequence[Mapping[str, Any]]) -> AuditEvidence:
             status=str(record.get("status") or ""),
             classification=_text(record.get("classification")),
             action=_text(record.get("action")),
-            actor=_text(record.get("actor")),
+            # an interrupted command is closed by Ghost; who approved it is on its start
+            actor=started_by.get(str(record.get("ref_audit_id")))
+            or _text(record.get("actor")),
             exit_code=_exit_code(record.get("exit_code")),
             error=_text(record.get("error")),
             denial_reason=_text(record.get("denial_reason")),

@@ -3,6 +3,7 @@ real Azure SDK against the fake ARM endpoint, Azurite for the blob, the real pca
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from azure.storage.blob import BlobServiceClient
 
 from tests.cloud.conftest import AZURITE_ACCOUNT, AZURITE_KEY
 from tests.cloud.fake_arm import SUB, TOKEN, FakeArm
+from tests.engine.test_investigate_cli import _read_until, session_id_of
 from tests.fakes.gemini_server import call, function_call_turn
 from tests.orchestrator.pcaps import tcp_conversation_pcap
 
@@ -22,8 +24,8 @@ def check_the_task(request: Any) -> Any:
     return function_call_turn(call("check_task", {"task_id": response["response"]["task_id"]}))
 
 
-def test_capture_task_from_the_terminal(fake_gemini: Any, arm: FakeArm, azurite: str,
-                                        cli_env: dict[str, str], tmp_path: Path) -> None:
+def lab(arm: FakeArm, azurite: str) -> BlobServiceClient:
+    """A VM with its Network Watcher; the capture's blob is a real pcap written at stop."""
     arm.state.add_vm("web-vm-01")
     arm.state.watchers["westus2"] = "NetworkWatcher_westus2"
     arm.state.running_polls = 0
@@ -38,17 +40,11 @@ def test_capture_task_from_the_terminal(fake_gemini: Any, arm: FakeArm, azurite:
                                                              overwrite=True)
 
     arm.state.on_stopped = write
-    fake_gemini.enqueue(
-        function_call_turn(call("capture_traffic", {
-            "target": "web-vm-01", "resource_group": "prod-rg",
-            "storage_account": AZURITE_ACCOUNT, "duration_seconds": 60,
-            "investigation_context": "502s between web-vm-01 and redis"})),
-        check_the_task,
-        function_call_turn(call("complete_investigation", {
-            "confidence": "medium", "root_cause_summary": "Retransmissions on the path.",
-            "recommended_actions": ["Capture both ends"]})),
-    )
-    env = dict(cli_env) | {
+    return service
+
+
+def azure_env(cli_env: dict[str, str], arm: FakeArm, azurite: str) -> dict[str, str]:
+    return dict(cli_env) | {
         "GHOST_MODEL": "gemini-test",
         "GHOST_AZURE_SUBSCRIPTION_ID": SUB,
         "GHOST_AZURE_ARM_ENDPOINT": arm.url,
@@ -58,6 +54,24 @@ def test_capture_task_from_the_terminal(fake_gemini: Any, arm: FakeArm, azurite:
         "GHOST_AZURE_STATIC_TOKEN": TOKEN,
         "GHOST_AZURE_LRO_POLLING_INTERVAL": "0",
     }
+
+
+CAPTURE = call("capture_traffic", {
+    "target": "web-vm-01", "resource_group": "prod-rg", "storage_account": AZURITE_ACCOUNT,
+    "duration_seconds": 60, "investigation_context": "502s between web-vm-01 and redis"})
+
+
+def test_capture_task_from_the_terminal(fake_gemini: Any, arm: FakeArm, azurite: str,
+                                        cli_env: dict[str, str], tmp_path: Path) -> None:
+    lab(arm, azurite)
+    fake_gemini.enqueue(
+        function_call_turn(CAPTURE),
+        check_the_task,
+        function_call_turn(call("complete_investigation", {
+            "confidence": "medium", "root_cause_summary": "Retransmissions on the path.",
+            "recommended_actions": ["Capture both ends"]})),
+    )
+    env = azure_env(cli_env, arm, azurite)
     run = subprocess.run([sys.executable, "-m", "bot.cli", "investigate",
                           "502s from web-vm-01 to redis"], input="a\n" * 20, env=env,
                          capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
@@ -76,3 +90,41 @@ def test_capture_task_from_the_terminal(fake_gemini: Any, arm: FakeArm, azurite:
     assert "RCA REPORT WRITTEN" in out
     rca = next((Path(cli_env["GHOST_DATA_DIR"]) / "audit").glob("ghost_rca_*.md")).read_text()
     assert polled["task_id"] in rca and "Report content unavailable" not in rca
+
+
+def test_ctrl_c_at_the_capture_approval_then_resume_starts_no_second_capture(
+        fake_gemini: Any, arm: FakeArm, azurite: str, cli_env: dict[str, str],
+        tmp_path: Path) -> None:
+    lab(arm, azurite)
+    fake_gemini.enqueue(function_call_turn(CAPTURE))
+    env = azure_env(cli_env, arm, azurite) | {"PYTHONUNBUFFERED": "1"}
+    ghost = [sys.executable, "-m", "bot.cli"]
+    cmd = [*ghost, "investigate"]
+    proc = subprocess.Popen([*cmd, "502s from web-vm-01"], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    seen = _read_until(proc, "Your choice:")
+    assert "packet-capture create" in seen
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err
+    sid = session_id_of(seen)
+
+    fake_gemini.enqueue(
+        function_call_turn(call("complete_investigation", {
+            "confidence": "low", "root_cause_summary": "Capture started; analysis pending."})))
+    run = subprocess.run([*cmd, "--resume", sid], input="a\n" * 20, env=env,
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # before the fix the resumed engine called capture_traffic again: a second task, and the
+    # first one left waiting on an approval nobody would ever see
+    assert len(arm.state.captures) == 1, list(arm.state.captures)
+    [first_response] = fake_gemini.requests[-1].function_responses()
+    task_id = first_response["response"]["task_id"]
+    assert task_id.startswith("ghost_web-vm-01_") and task_id in next(iter(arm.state.captures))
+    exported = subprocess.run([*ghost, "audit", "export", sid, "--dir", str(tmp_path / "x")],
+                              env=env, capture_output=True, text=True, check=False)
+    assert exported.returncode == 0, exported.stderr
+    tasks = (tmp_path / "x" / f"orchestrator_tasks_{sid}.jsonl").read_text()
+    assert {line.split('"task_id": "')[1].split('"')[0] for line in tasks.splitlines()} == \
+        {task_id}

@@ -294,3 +294,40 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# ── ordinary replies the happy path rarely sees ────────────────────────────────────────────────
+
+def test_a_reply_without_usage_metadata_or_ids_is_read(fake_gemini: FakeGemini) -> None:
+    fake_gemini.enqueue(raw_response({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "run_shell_cmd", "args": PING}},
+        {"functionCall": {"name": "complete_investigation"}}]}}]}))
+    reply = ask(brain(), [SYMPTOM])
+    assert reply.usage == {} and reply.finish_reason is None
+    assert [(c.name, c.id, c.args) for c in reply.function_calls] == [
+        ("run_shell_cmd", None, PING), ("complete_investigation", None, {})]
+
+
+def test_a_finish_reason_newer_than_the_sdk_is_kept(fake_gemini: FakeGemini) -> None:
+    """(That the SDK's warning stays off the terminal is checked through the CLI, where
+    pytest's own warning capture does not override the filter: test_investigate_recovery.)"""
+    fake_gemini.enqueue(raw_response({"candidates": [{
+        "content": {"role": "model", "parts": [{"text": "partial"}]},
+        "finishReason": "SOME_NEWER_REASON"}]}))
+    reply = ask(brain(), [SYMPTOM])
+    assert reply.text == "partial" and reply.finish_reason == "SOME_NEWER_REASON"
+
+
+def test_no_candidates_without_a_reason_may_be_retried(fake_gemini: FakeGemini) -> None:
+    fake_gemini.enqueue(raw_response({"candidates": []}))
+    with pytest.raises(BrainError, match="no candidates and no reason") as err:
+        ask(brain(), [SYMPTOM])
+    assert err.value.transient is True and "blocked" not in str(err.value)
+
+
+def test_a_blocked_prompt_says_retrying_will_not_help(fake_gemini: FakeGemini) -> None:
+    fake_gemini.enqueue(raw_response({"promptFeedback": {
+        "blockReason": "PROHIBITED_CONTENT", "blockReasonMessage": "policy"}}))
+    with pytest.raises(BrainError, match="prompt blocked: PROHIBITED_CONTENT; policy") as err:
+        ask(brain(), [SYMPTOM])
+    assert err.value.transient is False and "will not help" in str(err.value)

@@ -90,3 +90,21 @@ def test_orphan_buckets() -> None:
     assert [r["task_id"] for r in orch.requests] == ["t_running", "t_pending", "t_partial"]
     assert summary.cleaned == ["t_running"] and summary.skipped == ["t_pending"]
     assert summary.manual_cleanup_pending == ["t_partial"]
+
+
+def test_a_resolution_citing_nothing_falls_back_to_the_latest_command() -> None:
+    state = fresh()
+    hyp.apply_reported(state, [{"id": "h1", "description": "NSG blocks 443"}], NOW)
+    hyp.apply_reported(state, [{"id": "h1", "state": "CONFIRMED"}], NOW,
+                       last_audit_id="ghost_x_009")
+    assert state["hypothesis_log"][0]["resolving_audit_id"] == "ghost_x_009"
+    # a citation the model gives wins over the fallback; a malformed one is ignored
+    hyp.apply_reported(state, [{"id": "h2", "description": "UDR"},
+                               {"id": "h3", "description": "DNS"}], NOW)
+    hyp.apply_reported(state, [{"id": "h2", "state": "REFUTED",
+                                "evidence_audit_ids": ["ghost_x_004"]},
+                               {"id": "h3", "state": "REFUTED", "evidence_audit_ids": "x"}],
+                       NOW, last_audit_id="ghost_x_009")
+    log = {h["id"]: h for h in state["hypothesis_log"]}
+    assert log["h2"]["resolving_audit_id"] == "ghost_x_004"
+    assert log["h3"]["resolving_audit_id"] == "ghost_x_009"

@@ -106,8 +106,10 @@ def test_all_calls_of_a_turn_are_dispatched_before_the_responses(store: Store,
     rig.engine.advance(sid)
     responses = brain.function_responses(1)
     assert [r["name"] for r in responses] == ["run_shell_cmd", "run_shell_cmd", "no_such_tool"]
-    assert responses[2]["response"] == {"status": "error", "error": "unknown_tool",
-                                        "tool": "no_such_tool"}
+    unknown = responses[2]["response"]
+    assert (unknown["status"], unknown["error"], unknown["tool"]) == \
+        ("error", "unknown_tool", "no_such_tool")
+    assert "run_shell_cmd" in unknown["message"]  # the model is told what exists
     turns = store.turns(sid)
     assert [t["role"] for t in turns] == ["user", "model", "user", "model"]
 
@@ -339,3 +341,25 @@ def test_crash_recovery_ignores_other_writers_records(store: Store, tmp_path: Pa
     ran = [r for r in store.audit_records(sid) if r["kind"] == "command"
            and r["command"] == "ss -tln"]
     assert len(ran) == 1  # it never started before the crash, so it ran now, once
+
+
+def test_a_resolution_without_citations_rests_on_the_latest_command(store: Store,
+                                                                   tmp_path: Path) -> None:
+    """The loop used to drop the evidence: RCA rows said "—" for every resolving audit id."""
+    h2 = [{"id": "h2", "description": "redis is not listening", "state": "ACTIVE"}]
+    brain = FakeBrain(
+        reply(call("run_shell_cmd", command="ss -tln", reasoning="sockets", hypotheses=H1 + h2),
+              text="Hypothesis H1: NSG blocks 6379"),
+        reply(call("run_shell_cmd", command="ip route show", reasoning="routes"),
+              text="Nothing listens on 6379. H2 CONFIRMED."),
+        reply(call("complete_investigation", confidence="high", root_cause_summary="x",
+                   hypotheses=[{"id": "h1", "state": "REFUTED"}])),
+    )
+    rig = Rig(store, tmp_path, brain)
+    sid = rig.start()
+    assert rig.engine.advance(sid).kind == "completed"
+    log = {h["id"]: h for h in store.get_investigation(sid).state["hypothesis_log"]}
+    assert log["h2"]["state"] == "CONFIRMED"
+    assert log["h2"]["resolving_audit_id"] == f"{sid}_002"  # ss -tln, the turn before
+    assert log["h1"]["state"] == "REFUTED"
+    assert log["h1"]["resolving_audit_id"] == f"{sid}_004"  # ip route show, the latest

@@ -308,6 +308,19 @@ def test_a_started_command_without_an_outcome_is_reported() -> None:
     assert f"never re-run): `{SID}_003`" in section(md, "Command Evidence")
 
 
+def test_an_interrupted_command_names_who_approved_it_not_ghost() -> None:
+    """Ghost closes a command a crash or Ctrl-C left running; the approver stays on record."""
+    log = Audit()
+    started = log._add(kind="command_started", command="sleep 20", status="executing",
+                       action="user_approved", actor="U-ALICE", classification="RISKY",
+                       environment="local")
+    log._add(kind="command", command="sleep 20", status="error", error="interrupted",
+             action="user_approved", actor="ghost", classification="RISKY",
+             environment="local", ref_audit_id=started["audit_id"])
+    evidence = section(build(audit=log).markdown, "Command Evidence")
+    assert "user_approved by U-ALICE" in evidence and "by ghost" not in evidence
+
+
 # ----------------------------------------------------------------------------- R3
 def test_unreadable_records_are_skipped_without_a_crash() -> None:
     state, log, tasks, shell = redis_investigation()

@@ -53,6 +53,8 @@ class Scripted:
     status: int
     body: dict[str, Any]
     delay_s: float = 0.0
+    #: add plausible ``usageMetadata`` when the body has none (raw bodies go out as written)
+    fill_usage: bool = True
 
 
 #: A reply computed from the request it answers (e.g. to echo a task id the loop just got).
@@ -122,8 +124,8 @@ def error_response(code: int, message: str | None = None, *, status: str | None 
 
 
 def raw_response(body: Mapping[str, Any], status: int = 200, *, delay_s: float = 0.0) -> Scripted:
-    """Any JSON body, for shapes the helpers do not cover."""
-    return Scripted(status, dict(body), delay_s)
+    """Any JSON body, for shapes the helpers do not cover; sent without added usage counts."""
+    return Scripted(status, dict(body), delay_s, fill_usage=False)
 
 
 def script_entry(entry: Mapping[str, Any]) -> Scripted:
@@ -346,7 +348,8 @@ class FakeGemini:
                 answer = answer(st.requests[-1])
             body_out = json.loads(json.dumps(answer.body))
             self._sign_and_remember(body_out)
-            _fill_usage(body_out, len(raw_body))
+            if answer.fill_usage:
+                _fill_usage(body_out, len(raw_body))
             return Scripted(answer.status, body_out, answer.delay_s)
 
     def _record_file(self, number: int, body: Any) -> None:

@@ -236,8 +236,10 @@ def test_terminal_approver_reads_piped_answers() -> None:
     assert "SAFETY SHELL ALERT" in out.getvalue() and "[A]pprove" in out.getvalue()
     eof = TerminalApprover(io.StringIO(""), io.StringIO(), user="eve").request(req)
     assert eof.kind.value == "abandon"
-    junk = TerminalApprover(io.StringIO("x\ny\nz\n"), io.StringIO(), user="eve").request(req)
+    junk = TerminalApprover(io.StringIO("x\nq\nz\n"), io.StringIO(), user="eve").request(req)
     assert junk.kind.value == "abandon"
+    yes = TerminalApprover(io.StringIO("junk\nyes\n"), io.StringIO(), user="eve").request(req)
+    assert yes.kind.value == "approve"
     mod = TerminalApprover(io.StringIO("m\naz network route-table route show\n"),
                            io.StringIO(), user="eve").request(req)
     assert mod.new_command == "az network route-table route show"
