@@ -173,8 +173,10 @@ class DecisionOutcome:
     reason: str | None = None
     new_command: str | None = None
 
-    def summary(self) -> str:
-        when = f" at {self.at:%H:%M} UTC" if self.at else ""
+    def summary(self, who: str = "") -> str:
+        """One line for the card; ``who`` is the decider as the platform renders a mention
+        (empty: not named), so it reads: Approved by @ana at 09:12 UTC — running it now."""
+        when = (f" by {who}" if who else "") + (f" at {self.at:%H:%M} UTC" if self.at else "")
         if self.result == "approved":
             return f"Approved{when} — running it now."
         if self.result == "denied":
@@ -244,10 +246,15 @@ def command_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> CommandL
 
 
 def task_line(name: str, result: Mapping[str, Any]) -> str:
-    """A capture's progress (the orchestrator's tools)."""
-    task = result.get("task_id") or "-"
+    """A capture's progress (the orchestrator's tools); without a task, what failed and the
+    orchestrator's message, which says what to fix (e.g. the Azure setting)."""
+    task = result.get("task_id")
     state = result.get("state") or result.get("status")
     message = str(result.get("message") or result.get("error_detail") or "").strip()
+    if not task:
+        if result.get("status") == "error":
+            return f"⚠️ `{name}` failed: {message or result.get('error') or 'no details'}"
+        return f"`{name}`: {message or state}"
     return f"Capture {task}: {state}" + (f" — {message}" if message else "") + f" ({name})"
 
 
@@ -343,6 +350,12 @@ In an investigation's thread, use the buttons, or mention @ghost with an instruc
 Risky commands need a second engineer's approval; forbidden ones never run."""
 
 
+def teams_words(text: str) -> str:
+    """Slash commands do not exist in Teams: `/ghost resume SID` there is `@Ghost resume SID`.
+    The shared wording names the Slack form; the Teams adapter passes its text through this."""
+    return text.replace("/ghost ", "@Ghost ").replace("/ghost`", "@Ghost`")
+
+
 def list_lines(investigations: Sequence[InvestigationLike]) -> list[str]:
     if not investigations:
         return ["No investigations yet. Start one with `/ghost investigate <symptom>`."]
@@ -350,9 +363,16 @@ def list_lines(investigations: Sequence[InvestigationLike]) -> list[str]:
             for i in investigations]
 
 
-def brain_failure(session_id: str, detail: str) -> str:
-    return (f"Gemini did not answer ({detail}). Everything so far is saved. When Gemini is "
-            f"back, run `/ghost resume {session_id}`.")
+def brain_failure(session_id: str, detail: str, *, transient: bool = True) -> str:
+    """Gemini failed: say why, and what to do first (wait, or fix the worker's settings)."""
+    detail = detail.strip().rstrip(".")
+    if transient:
+        then = f"When Gemini answers again, run `/ghost resume {session_id}`."
+    else:
+        then = ("Waiting will not fix this. Once it is fixed (a changed setting such as "
+                "GEMINI_API_KEY or GHOST_MODEL needs the worker restarted), run "
+                f"`/ghost resume {session_id}`.")
+    return f"Gemini could not be used: {detail}. Everything so far is saved. {then}"
 
 
 def unexpected_failure(session_id: str, detail: str) -> str:

@@ -70,15 +70,23 @@ class ChatNotifier:
             return
         inv, port = where
         if name == "run_shell_cmd":
-            port.post_command(inv, command_line(args, result))
+            port.post_command(inv, command_line(self._ran(args, result), result))
             return
         # captures: progress goes into the status message; the thread gets a line only for an
         # error or a capture reaching its final state, not one per poll
         finished = self.store.change_conversation_ref(
             session_id, lambda ref: record_capture(ref, name, result))
         if not result.get("task_id") or finished:
-            port.post_text(inv, task_line(name, result))
+            port.post_text(inv, task_line(name, result), notice=True)
         self.refresh_status(session_id)
+
+    def _ran(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The model's arguments, with the command that really ran: after a Modify that is
+        the engineer's edit (in the audit record), not what the model asked for."""
+        if result.get("action") != "user_modified" or not result.get("audit_id"):
+            return args
+        record = self.store.audit_record(str(result["audit_id"])) or {}
+        return {**args, "command": record.get("command") or args.get("command")}
 
     def approval_pending(self, session_id: str, name: str, args: Mapping[str, Any],
                          result: Mapping[str, Any]) -> None:

@@ -125,7 +125,7 @@ class OrphanDesk:
             self._set(session_id, state="error")
             if port is not None:
                 port.post_text(inv, "Could not check for orphaned resources from earlier "
-                                    f"investigations: {report.get('message')}")
+                                    f"investigations: {report.get('message')}", notice=True)
             return
         buckets = classify_orphans(report, session_id)
         warnings = [str(e) for e in (report.get("orphans") or {}).get("errors") or []]
@@ -133,7 +133,7 @@ class OrphanDesk:
             self._set(session_id, state="none", warnings=warnings)
             if port is not None:
                 port.post_text(inv, "No orphaned resources found." + "".join(
-                    f" (Scan incomplete: {w})" for w in warnings))
+                    f" (Scan incomplete: {w})" for w in warnings), notice=True)
             return
         self._set(session_id, state="offered", buckets=asdict(buckets),
                   rows=rows_of(buckets), status={}, waiting={}, warnings=warnings)
@@ -145,7 +145,7 @@ class OrphanDesk:
             self._set(session_id, ref=ref)
         else:  # a platform without buttons for it: the list, and the terminal's advice
             port.post_text(inv, "Orphaned resources from earlier investigations:\n" + "\n".join(
-                f"• {r.kind}: {r.name}" for r in report_view.rows))
+                f"• {r.kind}: {r.name}" for r in report_view.rows), notice=True)
 
     def report(self, session_id: str) -> OrphanReport:
         data = self._data(session_id)

@@ -35,8 +35,9 @@ class ChatPort(Protocol):
 
     def update_status(self, thread: Thread, view: StatusView) -> None: ...
 
-    def post_text(self, thread: Thread, text: str) -> None:
-        """The model's reasoning, or a notice."""
+    def post_text(self, thread: Thread, text: str, *, notice: bool = False) -> None:
+        """The model's reasoning (marked as such), or with ``notice`` Ghost's own notice (an
+        error, the orphan report's line), which must not read as the model's words."""
         ...
 
     def post_command(self, thread: Thread, line: CommandLine) -> None: ...

@@ -175,7 +175,7 @@ class ChatRuntime:
         shell = self.shell_for(session_id)
         for approval in self.store.approvals(session_id, statuses=("pending",)):
             if shell.decide(approval.approval_id, Decision.abandon(
-                    actor, f"investigation cancelled by {actor}")) is not None:
+                    actor, "the investigation was cancelled")) is not None:  # card names who
                 closed += 1
                 self.close_card(approval.approval_id)
         self.notifier.refresh_status(session_id)
@@ -202,6 +202,7 @@ class ChatRuntime:
         if phase in ("awaiting_user", "turn_limit"):  # ask again in the thread
             self.store.update_conversation_ref(session_id, {"prompted": None})
         self.store.set_status(session_id, "queued")
+        self.notifier.refresh_status(session_id)  # not "Stopped on an error" any more
         return f"Resuming `{session_id}` in its thread."
 
     def close_card(self, approval_id: str, outcome: DecisionOutcome | None = None) -> None:
@@ -229,7 +230,7 @@ class ChatRuntime:
             taken = self.deliver_queued(session_id)
             if taken:
                 port.post_text(inv, f"Sending Ghost the {len(taken)} instruction(s) left "
-                                    "in this thread while it was busy.")
+                                    "in this thread while it was busy.", notice=True)
                 self.notifier.refresh_status(session_id)
                 self.kick()
                 return
@@ -310,7 +311,7 @@ class ChatRuntime:
         if not self.store.change_conversation_ref(session_id, swap):
             return False
         try:
-            port.post_text(inv, rca_interrupted(session_id))
+            port.post_text(inv, rca_interrupted(session_id), notice=True)
         except Exception:  # noqa: BLE001 - the chat may be down; the log has it
             log.exception("could not report the interrupted RCA upload of %s", session_id)
         return True
@@ -325,13 +326,15 @@ class ChatRuntime:
         self.store.set_status(session_id, "failed")
         port = self.port_for(inv.platform)
         if isinstance(error, BrainUnavailable):
-            text = brain_failure(session_id, error.message)
+            cause = error.__cause__
+            text = brain_failure(session_id, error.message,
+                                 transient=bool(getattr(cause, "transient", True)))
         elif isinstance(error, GhostError):
             text = unexpected_failure(session_id, error.message)
         else:
             text = unexpected_failure(session_id, type(error).__name__)
         if port is not None and inv.channel_ref and inv.thread_ref:
-            port.post_text(inv, "⚠️ " + text)
+            port.post_text(inv, "⚠️ " + text, notice=True)
         self.notifier.refresh_status(session_id)
 
     def prompt(self, session_id: str, kind: str) -> Prompt:

@@ -12,7 +12,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from slack_bolt import App, BoltResponse
+from slack_bolt import App, BoltResponse, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -36,6 +36,18 @@ SLACK_HINTS = {
     "missing_scope": "The Slack app lacks a scope: reinstall it from "
                      "deploy/slack-manifest.yaml.",
 }
+
+
+class _TokenSkippedFilter(logging.Filter):
+    """bolt reads SLACK_BOT_TOKEN from the environment and, since Ghost hands it a configured
+    client built from that same token, warns at every start that the token "will be unused" —
+    a false alarm in the log of an engineer who is checking why the bot misbehaves."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token` will be unused" not in record.getMessage()
+
+
+_TOKEN_SKIPPED = _TokenSkippedFilter()
 
 
 class SettingMissing(GhostError):
@@ -80,6 +92,7 @@ def build_slack(settings: Settings, store: Store, *, brain: Any = None,
     if listener_executor is None:  # bolt's default of 5 threads delays acks under load
         listener_executor = ThreadPoolExecutor(max_workers=32,
                                                thread_name_prefix="slack-listener")
+    logging.getLogger("slack_bolt.App").addFilter(_TOKEN_SKIPPED)  # idempotent
     app = App(signing_secret=secret, client=client,
               token_verification_enabled=False, request_verification_enabled=not socket_mode,
               process_before_response=False, listener_executor=listener_executor)
@@ -104,7 +117,7 @@ def _dedupe(store: Store) -> Callable[..., Any]:
 
 def _error_handler(port: SlackPort) -> Callable[..., None]:
     """The one error handler: log it, and tell the person who clicked or typed what to do."""
-    def on_error(error: Exception, body: dict[str, Any]) -> None:
+    def on_error(error: Exception, body: dict[str, Any], respond: Respond | None) -> None:
         if isinstance(error, SlackApiError):
             code = str(error.response.get("error"))
             text = SLACK_HINTS.get(code, f"Slack refused a request ({code}). Try again; if it "
@@ -119,6 +132,12 @@ def _error_handler(port: SlackPort) -> Callable[..., None]:
             (body.get("event") or {}).get("user")
         channel = body.get("channel_id") or (body.get("channel") or {}).get("id") or \
             (body.get("event") or {}).get("channel")
+        if respond is not None:  # a slash command: its response_url works even where
+            try:                  # Ghost may not post (e.g. not invited to the channel yet)
+                respond(text="⚠️ " + text, response_type="ephemeral")
+                return
+            except Exception:  # noqa: BLE001 - expired URL: fall back to an ephemeral post
+                log.warning("could not answer through response_url", exc_info=True)
         if user and channel:
             port.tell(str(channel), str(user), "⚠️ " + text)
     return on_error

@@ -27,6 +27,7 @@ ORPHANS_CLEAN, ORPHANS_SKIP, ORPHANS_REVIEW, ORPHAN_CLEAN_ONE = (
     "ghost_orphans_clean", "ghost_orphans_skip", "ghost_orphans_review", "ghost_orphan_one")
 DENY_VIEW, MODIFY_VIEW, CONTINUE_VIEW = "ghost_deny_view", "ghost_modify_view", \
     "ghost_continue_view"
+WHO = "\x00who\x00"  # where the decider's mention goes, after escaping the rest
 STATE_ICON = {"ACTIVE": "🔎", "CONFIRMED": "✅", "CONTRADICTED": "❌", "UNVERIFIABLE": "❔",
               "DENIED_ONCE": "🚫", "DENIED_TWICE": "🚫"}
 
@@ -84,15 +85,22 @@ def status_message(view: StatusView) -> tuple[Blocks, str]:
     elif view.tasks:
         blocks.append(context("Captures running: " + ", ".join(f"`{escape(t)}`"
                                                              for t in view.tasks)))
-    return blocks, f"Ghost investigation {view.session_id}: {view.phase}"
+    return blocks, f"Ghost investigation {view.session_id or 'starting'}: {view.phase}"
 
 
 def reasoning_message(text: str) -> tuple[Blocks, str]:
     return [section("🧠 " + escape(clip(text.strip(), 2800)))], clip(text.strip(), 150)
 
 
+def notice_message(text: str) -> tuple[Blocks, str]:
+    """Ghost's own words (errors, the orphan check), not the model's."""
+    return [section(escape(clip(text.strip(), 2800)))], clip(text.strip(), 150)
+
+
 def command_message(line: CommandLine) -> tuple[Blocks, str]:
     icon = {"SAFE": "✅", "RISKY": "⚠️", "FORBIDDEN": "⛔"}.get(line.classification, "•")
+    if line.verdict.startswith("error"):  # a ✅ next to "error" reads as success at 3 a.m.
+        icon = "❗"
     audit = f" · audit `{escape(line.audit_id)}`" if line.audit_id else ""
     note = f" · {escape(line.note)}" if line.note else ""
     cmd = escape(clip(line.command, 300)).replace("`", "'")
@@ -128,11 +136,11 @@ def approval_card(card: ApprovalCard, outcome: DecisionOutcome | None = None
                            button("Deny…", DENY, card.approval_id, "danger"),
                            button("Modify…", MODIFY, card.approval_id)]})
     else:
-        who = f" by {mention(outcome.actor)}" if outcome.actor and \
-            outcome.actor != "ghost" else ""
+        who = mention(outcome.actor) if outcome.actor and outcome.actor != "ghost" else ""
         icon = {"approved": "✅", "denied": "🚫", "modified": "✏️", "expired": "⌛",
                 "blocked": "⛔"}.get(outcome.result, "•")
-        blocks.append(section(f"{icon} {escape(outcome.summary())}{who}"))
+        line = escape(outcome.summary(WHO if who else "")).replace(WHO, who)
+        blocks.append(section(f"{icon} {line}"))
     return blocks, f"Approval needed: {clip(card.command, 120)}"
 
 

@@ -51,8 +51,9 @@ class SlackPort:
         if thread.channel_ref and thread.thread_ref:
             self._update(thread.channel_ref, thread.thread_ref, blocks.status_message(view))
 
-    def post_text(self, thread: Thread, text: str) -> None:
-        self._post(str(thread.channel_ref), thread.thread_ref, blocks.reasoning_message(text))
+    def post_text(self, thread: Thread, text: str, *, notice: bool = False) -> None:
+        content = blocks.notice_message(text) if notice else blocks.reasoning_message(text)
+        self._post(str(thread.channel_ref), thread.thread_ref, content)
 
     def post_command(self, thread: Thread, line: CommandLine) -> None:
         self._post(str(thread.channel_ref), thread.thread_ref, blocks.command_message(line))

@@ -125,9 +125,39 @@ async def _on_turn_error(context: TurnContext, error: Exception) -> None:
         await context.send_activity(Activity(type="message", text="⚠️ " + text))
 
 
+def unfit_request(content_type: str, authorization: str) -> int | None:
+    """The status for a request botbuilder would choke on before authenticating it, or None.
+
+    botbuilder's ``CloudAdapter`` answers 401 only for a missing or invalid-but-well-formed
+    token; a token that is not a JWT, or has no issuer, or a missing content type, raises
+    inside it (500 and a traceback in the log for every probe from the internet). Those are
+    refused here; every request that passes still gets botbuilder's full validation.
+    """
+    import jwt
+
+    if "application/json" not in content_type:
+        return 415
+    scheme, _, token = authorization.partition(" ")
+    if scheme != "Bearer" or not token:
+        return 401
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return 401
+    return None if isinstance(claims.get("iss"), str) and claims["iss"] else 401
+
+
 def make_web_app(services: TeamsServices) -> web.Application:
     """``POST /api/messages`` (authenticated by the adapter) and ``GET /healthz``."""
     async def messages(request: web.Request) -> web.StreamResponse:
+        status = unfit_request(request.headers.get("Content-Type", ""),
+                               request.headers.get("Authorization", ""))
+        if status is not None:
+            return web.Response(status=status)
+        try:
+            await request.json()  # read once here; aiohttp keeps the body for the adapter
+        except ValueError:
+            return web.Response(status=400, text="the body is not JSON")
         response = await services.adapter.process(request, services.bot)
         return response if response is not None else web.Response(status=201)
 

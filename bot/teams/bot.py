@@ -17,7 +17,14 @@ from botbuilder.core import TurnContext
 from botbuilder.core.teams import TeamsActivityHandler
 from botbuilder.schema import Activity, AdaptiveCardInvokeResponse, AdaptiveCardInvokeValue
 
-from bot.chat.content import HELP, StatusView, list_lines, status_line, status_view
+from bot.chat.content import (
+    HELP,
+    StatusView,
+    list_lines,
+    status_line,
+    status_view,
+    teams_words,
+)
 from bot.chat.decisions import Decider, DecisionRequest, DecisionResult
 from bot.chat.runtime import ChatRuntime, NotWaiting
 from bot.chat.steering import why_not_steer
@@ -72,7 +79,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         CLICKED_IN.set((actor_of(activity)[0], channel))  # copied into the worker thread
         reply = await asyncio.to_thread(self._command, activity, verb, rest)
         if reply:
-            await turn_context.send_activity(Activity(type="message", text=reply,
+            await turn_context.send_activity(Activity(type="message", text=teams_words(reply),
                                                       text_format="markdown"))
 
     def _command(self, activity: Activity, verb: str, rest: str) -> str | None:
@@ -83,8 +90,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
             if verb == "help":
                 return TEAMS_HELP
             if verb == "list":
-                return "\n\n".join(list_lines(self.store.list_investigations(limit=10))
-                                   ).replace("/ghost", "@Ghost")
+                return "\n\n".join(list_lines(self.store.list_investigations(limit=10)))
             if verb == "status":
                 return self._status_text(rest)
             if verb == "investigate":

@@ -138,10 +138,8 @@ def approval_card(card_: ApprovalCard, outcome: DecisionOutcome | None = None, *
     if outcome is not None:
         icon = {"approved": "✅", "denied": "🚫", "modified": "✏️", "expired": "⌛",
                 "blocked": "⛔"}.get(outcome.result, "•")
-        who = f" — by {names(outcome.actor)}" if outcome.actor and \
-            outcome.actor != "ghost" else ""
-        body.append(text_block(f"{icon} {plain(outcome.summary())}{plain(who)}",
-                               weight="Bolder"))
+        who = names(outcome.actor) if outcome.actor and outcome.actor != "ghost" else ""
+        body.append(text_block(f"{icon} {plain(outcome.summary(who))}", weight="Bolder"))
         return card(body)
     expires = f" Expires {card_.expires_at:%H:%M} UTC." if card_.expires_at else ""
     body.append(text_block(plain(card_.needed) + expires, size="Small", isSubtle=True))

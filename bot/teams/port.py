@@ -37,6 +37,7 @@ from bot.chat.content import (
     RcaSummary,
     StatusView,
     approvals_needed,
+    teams_words,
 )
 from bot.chat.ports import Thread
 from bot.teams import cards
@@ -280,9 +281,11 @@ class TeamsPort:
         else:
             self.post_status(inv, view)
 
-    def post_text(self, thread: Thread, text: str) -> None:
+    def post_text(self, thread: Thread, text: str, *, notice: bool = False) -> None:
         inv = self._inv(thread.session_id)
-        self._send(inv, [text_activity("🧠 " + cards.plain(cards.clip(text.strip(), 20_000)))])
+        # a notice is Ghost's own words (with Teams' command syntax), not the model's reasoning
+        text = teams_words(text) if notice else "🧠 " + text
+        self._send(inv, [text_activity(cards.plain(cards.clip(text.strip(), 20_000)))])
 
     def post_command(self, thread: Thread, line: CommandLine) -> None:
         self._send(self._inv(thread.session_id), [text_activity(cards.command_text(line))])
@@ -328,7 +331,8 @@ class TeamsPort:
             log.warning("no Teams thread to tell %s: %s", user, text)
             return
         name = names_for(inv.conversation_ref)
-        self._send(inv, [text_activity(f"{name(user)}: {cards.with_names(text, name)}")])
+        told = cards.with_names(teams_words(text), name)
+        self._send(inv, [text_activity(f"{name(user)}: {told}")])
 
 
 class TeamsDirectory:

@@ -88,6 +88,14 @@ def test_modify_is_reclassified_and_needs_another_engineer(
            if r["kind"] == "command" and r["action"] == "user_modified"]
     assert [r["command"] for r in ran] == ["echo edited"] and ran[0]["actor"] == OTHER_MEMBER
     assert slack.store.get_investigation(inv.session_id).status == "completed"
+    # the thread's line names the command that ran (the edit), not the model's original
+    lines = [m["text"] for m in slack.fake.thread(CHANNEL, inv.thread_ref)
+             if m["text"].startswith("RISKY ran")]
+    assert lines == ["RISKY ran as modified: echo edited"]
+    # each card's outcome says who decided, where an engineer reads it first
+    assert f"Modified by <@{APPROVER}> at " in str(old_card["blocks"])
+    approved = slack.fake.message(CHANNEL, second.message_ref["ts"])
+    assert f"Approved by <@{OTHER_MEMBER}> at " in str(approved["blocks"])
 
 
 def test_a_forbidden_edit_is_refused_and_nothing_runs(slack: SlackHarness,

@@ -80,8 +80,35 @@ def test_gemini_outage_is_posted_with_what_to_do(slack: SlackHarness, fake_gemin
     fake_gemini.clear_failures()
     assert inv.status == "failed"
     last = slack.fake.thread(CHANNEL, inv.thread_ref)[-1]
-    assert "Gemini did not answer" in last["text"] + str(last["blocks"])
-    assert f"/ghost resume {inv.session_id}" in str(last["blocks"])
+    said = last["blocks"][0]["text"]["text"]
+    # Ghost's own notice, not shown as the model's reasoning; the cause once, not nested
+    assert said.startswith("⚠️ Gemini could not be used: ") and "🧠" not in said
+    assert said.count("bad request") == 1 and "did not answer (" not in said
+    # a 400 does not go away by waiting: the engineer is told to fix the settings first
+    assert "Waiting will not fix this" in said
+    assert f"/ghost resume {inv.session_id}" in said
+    assert "Stopped on an error" in slack.fake.message(CHANNEL, inv.thread_ref)["text"]
+    # once fixed, /ghost resume goes on in the thread, and the status says so at once
+    fake_gemini.enqueue(text_turn("Which subnet is web-01 in?"))
+    slack.slash(f"resume {inv.session_id}")
+    assert "Queued" in slack.fake.message(CHANNEL, inv.thread_ref)["text"]
+    slack.worker.run_until_idle()
+    assert slack.store.get_investigation(inv.session_id).status == "awaiting_user"
+    assert "Which subnet" in str(slack.fake.thread(CHANNEL, inv.thread_ref)[-2]["blocks"])
+
+
+def test_gemini_overloaded_says_to_resume_when_it_answers(slack: SlackHarness,
+                                                          fake_gemini: Any) -> None:
+    from tests.fakes.gemini_server import error_response
+
+    engine = slack.services.runtime.engine
+    engine.sleep = lambda _s: None  # no real backoff between retries
+    fake_gemini.enqueue(*[error_response(503, "overloaded")] * (engine.retries + 1))
+    inv = start(slack)
+    fake_gemini.clear_failures()
+    said = slack.fake.thread(CHANNEL, inv.thread_ref)[-1]["blocks"][0]["text"]["text"]
+    assert "overloaded" in said and "When Gemini answers again, run " \
+        f"`/ghost resume {inv.session_id}`" in said
 
 
 def test_slash_help_list_status_cancel(slack: SlackHarness, fake_gemini: Any) -> None:
@@ -100,6 +127,19 @@ def test_slash_help_list_status_cancel(slack: SlackHarness, fake_gemini: Any) ->
     assert said == f"Cancelled `{inv.session_id}`. 1 pending approval(s) closed."
     assert slack.store.get_investigation(inv.session_id).status == "cancelled"
     assert not slack.store.approvals(inv.session_id, statuses=("pending",))
+    (closed,) = slack.store.approvals(inv.session_id)
+    card = slack.fake.message(CHANNEL, closed.message_ref["ts"])["blocks"][-1]["text"]["text"]
+    assert card.startswith(f"• Closed by <@{REQUESTER}> at ") and \
+        card.endswith(": the investigation was cancelled. Nothing ran.")
+    # the rest of the subcommands, and what a typo gets
+    assert "/ghost investigate" in slack.slash("").body
+    assert slack.slash("frobnicate").body.startswith("I don't know `frobnicate`.")
+    assert "Which one? `/ghost cancel SID`" in slack.slash("cancel").body
+    slack.slash(f"resume {inv.session_id}")
+    assert slack.fake.called("response_url")[-1].args["text"] == \
+        f"Resuming `{inv.session_id}` in its thread."
+    slack.slash("cancel ghost_nope")
+    assert "No investigation 'ghost_nope'" in slack.fake.called("response_url")[-1].args["text"]
 
 
 def test_bad_signature_is_refused(slack: SlackHarness) -> None:
@@ -199,3 +239,15 @@ def test_ghost_serve_http_mode_end_to_end(cli_env: dict[str, str], fake_slack: A
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_not_invited_is_answered_through_the_response_url(slack: SlackHarness) -> None:
+    """Ghost cannot post in a channel it was not invited to, nor post an ephemeral there;
+    the slash command's response_url still reaches the engineer with what to do."""
+    slack.fake.fail["chat.postMessage"] = "not_in_channel"
+    slack.fake.fail["chat.postEphemeral"] = "not_in_channel"
+    slack.slash("investigate web-01 cannot reach redis")
+    said = slack.fake.called("response_url")[-1].args
+    assert said == {"text": "⚠️ Ghost is not in this channel yet: `/invite @ghost`, then try "
+                            "again.", "response_type": "ephemeral"}
+    assert not slack.store.list_investigations()

@@ -95,5 +95,6 @@ def test_capture_progress_is_in_the_status_message_not_a_flood(
     notifier.tool_result(inv.session_id, "capture_traffic", {"target": "x"},
                          {"status": "error", "error": "not_configured",
                           "message": "Captures are not configured."})
-    assert "Captures are not configured." in texts(
-        slack.fake.thread(CHANNEL, str(inv.thread_ref))[-1:])
+    last = texts(slack.fake.thread(CHANNEL, str(inv.thread_ref))[-1:])
+    assert "⚠️ `capture_traffic` failed: Captures are not configured." in last
+    assert "Capture -" not in last and "🧠" not in last   # Ghost's notice, not a task line

@@ -97,6 +97,10 @@ def test_modify_is_reclassified_and_needs_another_engineer(teams: TeamsHarness,
            if r["kind"] == "command" and r["action"] == "user_modified"]
     assert [r["command"] for r in ran] == ["echo edited"] and ran[0]["actor"] == OTHER
     assert teams.store.get_investigation(inv.session_id).status == "completed"
+    # the thread names the command that ran (the edit), and who decided reads first
+    lines = [a.text for a in teams.sent() if a.text and "ran as modified" in a.text]
+    assert len(lines) == 1 and "echo edited" in lines[0] and "echo original" not in lines[0]
+    assert "Modified by Ada Approver at " in str(shown["body"])
 
 
 def test_expiry_updates_the_card_and_tells_the_model(teams: TeamsHarness,

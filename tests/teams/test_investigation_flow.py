@@ -99,3 +99,19 @@ def test_help_list_status_and_unknown_threads(teams: TeamsHarness, fake_gemini: 
     assert "No investigations yet" in teams.mention("list").text
     assert "Start an investigation" in teams.mention("what now?", root="170000000999").text
     assert "Tell me the symptom" in teams.mention("investigate").text
+
+
+def test_a_gemini_failure_says_what_to_do_in_teams_words(teams: TeamsHarness,
+                                                         fake_gemini: Any) -> None:
+    from tests.fakes.gemini_server import error_response
+
+    fake_gemini.enqueue(error_response(400, "API key not valid. Please pass a valid API key."))
+    inv = start(teams)
+    fake_gemini.clear_failures()
+    said = teams.sent()[-1].text
+    # Ghost's own notice (no 🧠: not the model's words), with Teams' command syntax
+    assert said.startswith("⚠️ Gemini could not be used: ") and "API key" in said
+    assert f"@Ghost resume {inv.session_id}" in said and "/ghost" not in said
+    # a refusal in the thread uses Teams' syntax too
+    teams.mention(f"cancel {inv.session_id}")
+    assert f"@Ghost resume {inv.session_id}" in teams.mention("try again").text

@@ -3,6 +3,7 @@ the app package (manifest and icons) is valid."""
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 import urllib.error
@@ -42,17 +43,37 @@ def test_unauthenticated_requests_are_refused(store: Any, tmp_path: Path, loop: 
     body = json.dumps({"type": "message", "text": "investigate x", "channelId": "msteams",
                        "serviceUrl": "https://evil.example/", "conversation": {"id": "c"},
                        "from": {"id": "u"}, "recipient": {"id": "b"}}).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/messages", data=body,
-                                     headers={"Content-Type": "application/json"})
+    no_issuer = _jwt({"aud": "app-id"})
+    cases = [  # (headers, body, status): each is refused before anything reaches the bot
+        ({"Content-Type": "application/json"}, body, 401),                    # no token
+        ({"Content-Type": "application/json", "Authorization": "Bearer x.y.z"}, body, 401),
+        ({"Content-Type": "application/json", "Authorization": f"Bearer {no_issuer}"},
+         body, 401),                                # a JWT without an issuer (was a 500)
+        ({"Content-Type": "application/json", "Authorization": no_issuer}, body, 401),
+        ({"Authorization": f"Bearer {no_issuer}"}, body, 415),              # no content type
+        ({"Content-Type": "application/json",
+          "Authorization": f"Bearer {_jwt({'iss': 'https://api.botframework.com'})}"},
+         b"{not json", 400),
+    ]
     try:
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(request, timeout=10)
-        assert refused.value.code == 401
+        for headers, data, status in cases:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/api/messages",
+                                             data=data, headers=headers)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=10)
+            assert refused.value.code == status, headers
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as ok:
             assert ok.read() == b"ok"
     finally:
         stop_server(services, runner)
     assert not store.list_investigations()
+
+
+def _jwt(claims: dict[str, Any]) -> str:
+    """An unsigned token with ``claims``, the shape a probe from the internet sends."""
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
 
 
 @pytest.mark.parametrize("env, missing", [
