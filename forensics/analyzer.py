@@ -27,8 +27,9 @@ from .flows import (
     note_events,
 )
 from .icmp import IcmpStats
-from .linklayer import fallback_l3_offset
+from .linklayer import fallback_l3_offset, known_l3
 from .reader import CaptureInfo, Record
+from .tunnels import geneve_inner, gre_inner, inner_by_ethertype, vxlan_inner
 
 EVIDENCE_PER_FLOW = 10
 EVIDENCE_PER_FLAG = 25
@@ -38,6 +39,8 @@ _U16 = struct.Struct("!H").unpack_from
 _U32 = struct.Struct("!I").unpack_from
 _TCPHDR = struct.Struct("!HHIIBBH").unpack_from  # sport dport seq ack off flags win
 _UDPHDR = struct.Struct("!HHH").unpack_from
+# IPv4 header in one call: version/IHL, total length, flags/fragment offset, protocol, addresses
+_IPV4HDR = struct.Struct("!BxH2xHxB2x8s").unpack_from
 _IPV6_EXT = frozenset((0, 43, 60, 51))
 
 # Conversation list layout: [dir0 state, dir1 state, first rtt ns, last SYN ns, flow record]
@@ -69,7 +72,10 @@ class Analyzer:
         self.flag_counts: dict[int, int] = {}
         self.flag_frames: dict[int, list[int]] = {}
         self.frame_flags: dict[int, int] = {}
-        self.tcp_convs: dict[tuple[bytes, int], tuple[list[Any], int]] = {}
+        # (addrs, ports) -> (conversation, direction, own state, peer state, flow record)
+        self.tcp_convs: dict[
+            tuple[bytes, int], tuple[list[Any], int, list[int], list[int], list[Any]]
+        ] = {}
         self.flows: list[list[Any]] = []
         self.other_flows: dict[tuple[int, bytes, int], tuple[list[Any], int]] = {}
         self.dns = DnsStats()
@@ -79,15 +85,19 @@ class Analyzer:
 
     # ------------------------------------------------------------------ helpers
     def _new_tcp_conv(self, key: tuple[bytes, int], addrs: bytes, alen: int, sport: int,
-                      dport: int, ts: int, frame: int) -> list[Any]:
+                      dport: int, ts: int, frame: int
+                      ) -> tuple[list[Any], int, list[int], list[int], list[Any]]:
         flow = new_flow(6, addrs, sport, dport, ts, frame)
         self.flows.append(flow)
         # [dir 0, dir 1, handshake RTT, SYN time, flow, 1 + direction of the SYN-ACK (0: none)]
-        conv: list[Any] = [T.new_direction(), T.new_direction(), 0, 0, flow, 0]
-        self.tcp_convs[key] = (conv, 0)
+        dir0 = T.new_direction()
+        dir1 = T.new_direction()
+        conv: list[Any] = [dir0, dir1, 0, 0, flow, 0]
+        hit = (conv, 0, dir0, dir1, flow)
+        self.tcp_convs[key] = hit
         rkey = (addrs[alen:] + addrs[:alen], (dport << 16) | sport)
-        self.tcp_convs[rkey] = (conv, 1)
-        return conv
+        self.tcp_convs[rkey] = (conv, 1, dir1, dir0, flow)
+        return hit
 
     def _other_flow(self, proto: int, addrs: bytes, alen: int, sport: int, dport: int,
                     ts: int, frame: int) -> tuple[list[Any], int]:
@@ -138,6 +148,7 @@ class Analyzer:
         u16 = _U16
         u32 = _U32
         udphdr = _UDPHDR
+        ipv4hdr = _IPV4HDR
         dns = self.dns
         icmp = self.icmp
         app = self.app
@@ -166,9 +177,10 @@ class Analyzer:
             if linktype == 1:
                 et = u16(buf, off + 12)[0] if caplen >= 14 else 0
                 l3 = off + 14
-                while et in (0x8100, 0x88A8, 0x9100) and l3 + 4 <= end:
-                    et = u16(buf, l3 + 2)[0]
-                    l3 += 4
+                if et != 0x0800:
+                    while et in (0x8100, 0x88A8, 0x9100) and l3 + 4 <= end:
+                        et = u16(buf, l3 + 2)[0]
+                        l3 += 4
             elif linktype == 113:
                 et = u16(buf, off + 14)[0] if caplen >= 16 else 0
                 l3 = off + 16
@@ -187,216 +199,248 @@ class Analyzer:
                     fam = buf[off] | buf[off + 3]
                     et = 0x0800 if fam == 2 else 0x86DD if fam in (10, 24, 28, 30) else 0
             else:
-                l3 = fallback_l3_offset(linktype, buf[off:end])
-                if l3 < 0:
-                    self.undecodable_packets += 1
-                    continue
-                ver = buf[off + l3] >> 4
-                l3 += off
-                et = 0x0800 if ver == 4 else 0x86DD if ver == 6 else 0
-            # ---------------- network layer
-            wire_end = l3 - off  # bytes of link header, for wire-length arithmetic
-            if et == 0x0800:
-                if l3 + 20 > end:
-                    self.undecodable_packets += 1
-                    continue
-                v4 += 1
-                ihl = (buf[l3] & 0x0F) * 4
-                iplen = u16(buf, l3 + 2)[0]
-                avail = wirelen - wire_end
-                if iplen == 0:
-                    self.ip_len_zero += 1
-                    iplen = avail
-                elif iplen > avail:
-                    iplen = avail
-                if iplen > 1500:
-                    oversized += 1
-                    if iplen > self.max_ip_len:
-                        self.max_ip_len = iplen
-                proto = buf[l3 + 9]
-                if u16(buf, l3 + 6)[0] & 0x3FFF:
-                    self.fragments += 1
-                    if u16(buf, l3 + 6)[0] & 0x1FFF:
-                        other_flow(proto, buf[l3 + 12 : l3 + 20], 4, 0, 0, ts, frame)
-                        continue
-                addrs = buf[l3 + 12 : l3 + 20]
-                alen = 4
-                l4 = l3 + ihl
-                l4len = iplen - ihl
-                if ihl < 20:
-                    self.undecodable_packets += 1
-                    continue
-            elif et == 0x86DD:
-                if l3 + 40 > end:
-                    self.undecodable_packets += 1
-                    continue
-                v6 += 1
-                plen = u16(buf, l3 + 4)[0]
-                avail = wirelen - wire_end - 40
-                if plen == 0 or plen > avail:
-                    plen = avail
-                if plen + 40 > 1500:
-                    oversized += 1
-                    if plen + 40 > self.max_ip_len:
-                        self.max_ip_len = plen + 40
-                proto = buf[l3 + 6]
-                addrs = buf[l3 + 8 : l3 + 40]
-                alen = 16
-                l4 = l3 + 40
-                l4len = plen
-                frag = False
-                while proto in _IPV6_EXT or proto == 44:
-                    if l4 + 8 > end:
-                        break
-                    if proto == 44:
-                        frag = True
-                        hl = 8
-                        if u16(buf, l4 + 2)[0] & 0xFFF9:
-                            self.fragments += 1
-                    elif proto == 51:
-                        hl = (buf[l4 + 1] + 2) * 4
-                    else:
-                        hl = (buf[l4 + 1] + 1) * 8
-                    proto = buf[l4]
-                    l4 += hl
-                    l4len -= hl
-                if frag and proto != 58:
-                    other_flow(proto, addrs, 16, 0, 0, ts, frame)
-                    continue
-            else:
-                self.non_ip_packets += 1
-                continue
-            # ---------------- transport layer
-            if proto == 6:
-                if l4 + 20 > end:
-                    self.undecodable_packets += 1
-                    continue
-                sport, dport, seq, ack, doff, th, win = tcphdr(buf, l4)
-                hlen = (doff >> 4) * 4
-                seglen = l4len - hlen
-                if th & 0x04:
-                    resets += 1
-                    if len(self.reset_frames) < EVIDENCE_PER_FLAG:
-                        self.reset_frames.append(frame)
-                if hlen < 20 or seglen < 0:
-                    self.undecodable_packets += 1
-                    continue
-                key = (addrs, (sport << 16) | dport)
-                hit = tcp_convs.get(key)
-                if hit is None:
-                    conv = self._new_tcp_conv(key, addrs, alen, sport, dport, ts, frame)
-                    d = 0
-                else:
-                    conv, d = hit
-                fwd = conv[d]
-                if th & 0x12 == 0x02:
-                    if fwd[0] and seq != fwd[10]:
-                        # A new SYN with another ISN on the same ports: a new conversation.
-                        conv = self._new_tcp_conv(key, addrs, alen, sport, dport, ts, frame)
-                        d = 0
-                        fwd = conv[0]
-                    conv[3] = ts
-                flow = conv[4]
-                rev = conv[1 - d]
-                if th & 0x02:
-                    ws = -1
-                    if hlen > 20 and l4 + hlen <= end:
-                        ws = _window_scale(buf, l4 + 20, l4 + hlen)
-                    if ws >= 0:
-                        if fwd[7] != -2:  # -2: the peer's SYN had no scaling, so none applies
-                            fwd[7] = ws
-                    elif fwd[7] == -1:
-                        fwd[7] = -2
-                        rev[7] = -2
-                    if th & 0x10 and conv[3]:
-                        conv[5] = d + 1
-                    if th & 0x10 and fwd[7] > 0 and rev[7] >= 0:
-                        # Both shifts known by the SYN-ACK: tshark scales its window already.
-                        win <<= fwd[7]
-                else:
-                    sc = fwd[7]
-                    if sc > 0:
-                        win <<= sc
-                    if th & 0x10 and not conv[2] and conv[5] and conv[5] != d + 1:
-                        # tshark's iRTT: SYN to the ACK of the SYN-ACK (none without one).
-                        conv[2] = ts - conv[3]
-                        flow[19] = ts
-                        flow[17] = conv[3]
-                rtt = conv[2]
-                ta = analyze(fwd, rev, seq, ack, seglen, th, win, ts, rtt if rtt else 3_000_000)
-                if ta:
-                    self._note_flags(ta, frame, flow)
-                # flow bookkeeping
-                if d:
-                    flow[6] += 1
-                    flow[7] += wirelen
-                    flow[9] += seglen
-                    seen = flow[14]
-                else:
-                    flow[4] += 1
-                    flow[5] += wirelen
-                    flow[8] += seglen
-                    seen = flow[13]
-                flow[11] = ts
-                flow[21] = frame
-                ev = (
-                    (S_SYNACK if th & 0x10 else S_SYN) if th & 0x02 else 0
-                ) | (S_FIN if th & 0x01 else 0) | (S_RST if th & 0x04 else 0)
-                if seglen:
-                    ev |= S_DATA
-                elif th == 0x10:
-                    ev |= S_ACK
-                if ev & ~seen:
-                    note_events(flow, d, ev)
-                    if ev & S_SYNACK and not flow[18]:
-                        flow[18] = ts
-                    if ev & S_RST:
-                        evl = flow[20]
-                        if evl is None:
-                            evl = flow[20] = []
-                        if len(evl) < EVIDENCE_PER_FLOW:
-                            evl.append(frame)
-                if seglen:
-                    p = l4 + hlen
-                    if p < end:
-                        c0 = buf[p]
-                        if c0 == 0x15 or c0 == 0x48:
-                            app.tcp_payload(buf, p, end, frame, addrs, sport, dport, c0)
-                        elif sport in DNS_PORTS or dport in DNS_PORTS:
-                            dns.tcp_payload(buf, p, end, ts, frame, addrs, alen, sport, dport)
-            elif proto == 17:
-                if l4 + 8 > end:
-                    self.undecodable_packets += 1
-                    continue
-                sport, dport, _ulen = udphdr(buf, l4)
-                flow, d = other_flow(17, addrs, alen, sport, dport, ts, frame)
-                if d:
-                    flow[6] += 1
-                    flow[7] += wirelen
-                    flow[9] += l4len - 8
-                else:
-                    flow[4] += 1
-                    flow[5] += wirelen
-                    flow[8] += l4len - 8
-                flow[11] = ts
-                flow[21] = frame
-                if sport in DNS_PORTS or dport in DNS_PORTS:
-                    dns.message(buf, l4 + 8, end, ts, frame, addrs, alen, sport, dport)
-            else:
-                if proto == 1 or proto == 58:
-                    if l4 + 4 <= end:
-                        icmp.packet(buf, l4, end, proto, frame, addrs, alen)
-                    else:
+                l3, et = known_l3(linktype, buf, off, end)  # PPP, C-HDLC, 802.11, radiotap
+                if l3 == -2:
+                    l3 = fallback_l3_offset(linktype, buf[off:end])
+                    if l3 < 0:
                         self.undecodable_packets += 1
-                flow, d = other_flow(proto, addrs, alen, 0, 0, ts, frame)
-                if d:
-                    flow[6] += 1
-                    flow[7] += wirelen
+                        continue
+                    ver = buf[off + l3] >> 4
+                    l3 += off
+                    et = 0x0800 if ver == 4 else 0x86DD if ver == 6 else 0
+                elif l3 < 0:
+                    self.non_ip_packets += 1
+                    continue
+            # ---------------- network layer (again for each tunnel layer: see tunnels.py)
+            while True:
+                wire_end = l3 - off  # bytes of link header, for wire-length arithmetic
+                if et == 0x0800:
+                    if l3 + 20 > end:
+                        self.undecodable_packets += 1
+                        break
+                    v4 += 1
+                    vihl, iplen, fragw, proto, addrs = ipv4hdr(buf, l3)
+                    ihl = (vihl & 0x0F) * 4
+                    avail = wirelen - wire_end
+                    if iplen == 0:
+                        self.ip_len_zero += 1
+                        iplen = avail
+                    elif iplen > avail:
+                        iplen = avail
+                    if iplen > 1500:
+                        oversized += 1
+                        if iplen > self.max_ip_len:
+                            self.max_ip_len = iplen
+                    if fragw & 0x3FFF:
+                        self.fragments += 1
+                        if fragw & 0x1FFF:
+                            other_flow(proto, addrs, 4, 0, 0, ts, frame)
+                            break
+                    alen = 4
+                    l4 = l3 + ihl
+                    l4len = iplen - ihl
+                    if ihl < 20:
+                        self.undecodable_packets += 1
+                        break
+                elif et == 0x86DD:
+                    if l3 + 40 > end:
+                        self.undecodable_packets += 1
+                        break
+                    v6 += 1
+                    plen = u16(buf, l3 + 4)[0]
+                    avail = wirelen - wire_end - 40
+                    if plen == 0 or plen > avail:
+                        plen = avail
+                    if plen + 40 > 1500:
+                        oversized += 1
+                        if plen + 40 > self.max_ip_len:
+                            self.max_ip_len = plen + 40
+                    proto = buf[l3 + 6]
+                    addrs = buf[l3 + 8 : l3 + 40]
+                    alen = 16
+                    l4 = l3 + 40
+                    l4len = plen
+                    frag = False
+                    while proto in _IPV6_EXT or proto == 44:
+                        if l4 + 8 > end:
+                            break
+                        if proto == 44:
+                            frag = True
+                            hl = 8
+                            if u16(buf, l4 + 2)[0] & 0xFFF9:
+                                self.fragments += 1
+                        elif proto == 51:
+                            hl = (buf[l4 + 1] + 2) * 4
+                        else:
+                            hl = (buf[l4 + 1] + 1) * 8
+                        proto = buf[l4]
+                        l4 += hl
+                        l4len -= hl
+                    if frag and proto != 58:
+                        other_flow(proto, addrs, 16, 0, 0, ts, frame)
+                        break
                 else:
-                    flow[4] += 1
-                    flow[5] += wirelen
-                flow[11] = ts
-                flow[21] = frame
+                    l3, et = inner_by_ethertype(buf, l3, end, et)  # MPLS, PPPoE
+                    if l3 >= 0:
+                        continue
+                    self.non_ip_packets += 1
+                    break
+                # ---------------- transport layer
+                if proto == 6:
+                    if l4 + 20 > end:
+                        self.undecodable_packets += 1
+                        break
+                    sport, dport, seq, ack, doff, th, win = tcphdr(buf, l4)
+                    hlen = (doff >> 4) * 4
+                    seglen = l4len - hlen
+                    if th & 0x04:
+                        resets += 1
+                        if len(self.reset_frames) < EVIDENCE_PER_FLAG:
+                            self.reset_frames.append(frame)
+                    if hlen < 20 or seglen < 0:
+                        self.undecodable_packets += 1
+                        break
+                    key = (addrs, (sport << 16) | dport)
+                    hit = tcp_convs.get(key)
+                    if hit is None:
+                        hit = self._new_tcp_conv(key, addrs, alen, sport, dport, ts, frame)
+                    conv, d, fwd, rev, flow = hit
+                    if th & 0x12 == 0x02:
+                        if fwd[0] and seq != fwd[10]:
+                            # A new SYN with another ISN on the same ports: a new conversation.
+                            conv, d, fwd, rev, flow = self._new_tcp_conv(
+                                key, addrs, alen, sport, dport, ts, frame
+                            )
+                        conv[3] = ts
+                    # the out-of-order horizon as it stood before this segment: tshark sets the
+                    # iRTT after analysing the segment that completes it
+                    rtt = conv[2]
+                    if th & 0x02:
+                        ws = -1
+                        if hlen > 20 and l4 + hlen <= end:
+                            ws = _window_scale(buf, l4 + 20, l4 + hlen)
+                        if ws >= 0:
+                            if fwd[7] != -2:  # -2: the peer's SYN had no scaling, so none applies
+                                fwd[7] = ws
+                        elif fwd[7] == -1 and l4 + hlen <= end:
+                            fwd[7] = -2
+                            rev[7] = -2
+                        # (options cut off by the snap length: the shift stays unknown, as tshark)
+                        if th & 0x10 and conv[3]:
+                            conv[5] = d + 1
+                        if th & 0x10 and fwd[7] > 0 and rev[7] >= 0:
+                            # Both shifts known by the SYN-ACK: tshark scales its window already.
+                            win <<= fwd[7]
+                    else:
+                        sc = fwd[7]
+                        if sc > 0:
+                            win <<= sc
+                        if th & 0x10 and conv[3] and not (conv[2] and flow[19]):
+                            if not conv[2]:
+                                # tshark's iRTT (the out-of-order horizon): the last SYN to the
+                                # first segment with ACK and without SYN, from either side, whether
+                                # or not a SYN-ACK was seen.
+                                conv[2] = ts - conv[3]
+                            if not flow[19] and conv[5] and conv[5] != d + 1:
+                                # handshake RTT for the report: SYN, SYN-ACK, then the ACK of it
+                                flow[19] = ts
+                                flow[17] = conv[3]
+                    ta = analyze(fwd, rev, seq, ack, seglen, th, win, ts, rtt or 3_000_000)
+                    if ta and l4 + hlen <= end:
+                        # tshark shows no analysis for a segment whose TCP options were cut off by
+                        # the snap length, although the segment still updates the state
+                        self._note_flags(ta, frame, flow)
+                    # flow bookkeeping
+                    if d:
+                        flow[6] += 1
+                        flow[7] += wirelen
+                        flow[9] += seglen
+                        seen = flow[14]
+                    else:
+                        flow[4] += 1
+                        flow[5] += wirelen
+                        flow[8] += seglen
+                        seen = flow[13]
+                    flow[11] = ts
+                    flow[21] = frame
+                    if th & 0x07:
+                        ev = (
+                            (S_SYNACK if th & 0x10 else S_SYN) if th & 0x02 else 0
+                        ) | (S_FIN if th & 0x01 else 0) | (S_RST if th & 0x04 else 0)
+                        if seglen:
+                            ev |= S_DATA
+                    else:
+                        ev = S_DATA if seglen else S_ACK if th == 0x10 else 0
+                    if ev & ~seen:
+                        note_events(flow, d, ev)
+                        if ev & S_SYNACK and not flow[18]:
+                            flow[18] = ts
+                        if ev & S_RST:
+                            evl = flow[20]
+                            if evl is None:
+                                evl = flow[20] = []
+                            if len(evl) < EVIDENCE_PER_FLOW:
+                                evl.append(frame)
+                    if seglen:
+                        p = l4 + hlen
+                        if p < end:
+                            c0 = buf[p]
+                            if c0 == 0x15 or c0 == 0x48:
+                                app.tcp_payload(buf, p, end, frame, addrs, sport, dport, c0)
+                            elif sport in DNS_PORTS or dport in DNS_PORTS:
+                                dns.tcp_payload(buf, p, end, ts, frame, addrs, alen, sport, dport)
+                elif proto == 17:
+                    if l4 + 8 > end:
+                        self.undecodable_packets += 1
+                        break
+                    sport, dport, _ulen = udphdr(buf, l4)
+                    flow, d = other_flow(17, addrs, alen, sport, dport, ts, frame)
+                    if d:
+                        flow[6] += 1
+                        flow[7] += wirelen
+                        flow[9] += l4len - 8
+                    else:
+                        flow[4] += 1
+                        flow[5] += wirelen
+                        flow[8] += l4len - 8
+                    flow[11] = ts
+                    flow[21] = frame
+                    if sport in DNS_PORTS or dport in DNS_PORTS:
+                        dns.message(buf, l4 + 8, end, ts, frame, addrs, alen, sport, dport)
+                    elif dport == 4789 or sport == 4789 or dport == 6081 or sport == 6081:
+                        if dport == 4789 or sport == 4789:
+                            l3, et = vxlan_inner(buf, l4 + 8, end)
+                        else:
+                            l3, et = geneve_inner(buf, l4 + 8, end)
+                        if l3 >= 0:
+                            v4, v6 = (v4 - 1, v6) if alen == 4 else (v4, v6 - 1)  # count once
+                            continue
+                else:
+                    if proto == 1 or proto == 58:
+                        if l4 + 4 <= end:
+                            icmp.packet(buf, l4, end, proto, frame, addrs, alen)
+                        else:
+                            self.undecodable_packets += 1
+                    flow, d = other_flow(proto, addrs, alen, 0, 0, ts, frame)
+                    if d:
+                        flow[6] += 1
+                        flow[7] += wirelen
+                    else:
+                        flow[4] += 1
+                        flow[5] += wirelen
+                    flow[11] = ts
+                    flow[21] = frame
+                    if proto == 4 or proto == 41:  # IP in IP, IPv6 in IPv4 (6in4)
+                        l3, et = l4, (0x0800 if proto == 4 else 0x86DD)
+                        if l3 < end:
+                            v4, v6 = (v4 - 1, v6) if alen == 4 else (v4, v6 - 1)
+                            continue
+                    elif proto == 47:
+                        l3, et = gre_inner(buf, l4, end)
+                        if l3 >= 0:
+                            v4, v6 = (v4 - 1, v6) if alen == 4 else (v4, v6 - 1)
+                            continue
+                break
         self.packets = frame
         self.bytes += nbytes
         self.truncated_packets += truncated

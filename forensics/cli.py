@@ -61,14 +61,20 @@ def _comparison_lines(cmp: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _check_input(path: str, what: str) -> None:
+    if os.path.isdir(path):
+        raise ForensicsError(f"{what} {path} is a directory; give the .pcap/.pcapng file in it")
+    if not os.path.isfile(path):
+        raise ForensicsError(f"{what} not found: {path}")
+
+
 def run(argv: list[str] | None = None) -> int:
     """The CLI without the process exit, for tests."""
     args = _parser().parse_args(argv)
     cap = args.capture
-    if not os.path.isfile(cap):
-        raise ForensicsError(f"capture not found: {cap}")
-    if args.compare and not os.path.isfile(args.compare):
-        raise ForensicsError(f"comparison capture not found: {args.compare}")
+    _check_input(cap, "capture")
+    if args.compare:
+        _check_input(args.compare, "comparison capture")
     analyzer = analyze_capture(cap)
     doc = build_semantic(analyzer, cap, frame_flags=args.frame_flags)
     stem = Path(cap).stem

@@ -25,4 +25,17 @@ def analyze_capture(path: str) -> Analyzer:
         info.warnings.append(
             f"could not decode a packet near frame {analyzer.packets} ({exc}); analysis stops there"
         )
+    _warn_undecodable(analyzer)
     return analyzer
+
+
+def _warn_undecodable(a: Analyzer) -> None:
+    """Say so when most packets could not be decoded: 'no problem seen' would be a lie."""
+    if not a.packets or a.undecodable_packets * 2 < a.packets:
+        return
+    types = ", ".join(str(t) for t in a.info.linktypes) or "unknown"
+    a.info.warnings.append(
+        f"{a.undecodable_packets} of {a.packets} packets could not be decoded (link type "
+        f"{types}); the analysis covers only the rest. Re-capture on an Ethernet or Linux "
+        "cooked interface, or convert the file (editcap) to a standard link type"
+    )

@@ -16,6 +16,10 @@ SEVERITY_SCORE = {"critical": 90, "high": 70, "medium": 50, "low": 30, "info": 1
 MAX_EVIDENCE = 10
 
 
+# engine.py's warning for a capture it could mostly not decode (a finding of its own below)
+UNDECODABLE_MARK = "packets could not be decoded"
+
+
 def _f(fid: str, severity: str, title: str, detail: str, frames: list[int],
        action: str, bonus: float = 0.0) -> dict[str, Any]:
     return {
@@ -231,9 +235,10 @@ def _other_findings(doc: dict[str, Any], out: list[dict[str, Any]]) -> None:
             [e["frame"] for e in ex], "5xx: look at the server/backend health and logs; 4xx: "
             "the request (path, auth).", errors5 + errors4 / 10))
     cap = doc["capture"]
-    if cap["warnings"]:
+    damaged = [w for w in cap["warnings"] if UNDECODABLE_MARK not in w]
+    if damaged:
         out.append(_f("capture_damaged", "medium", "The capture file is damaged or cut short",
-                      "; ".join(cap["warnings"])[:400], [],
+                      "; ".join(damaged)[:400], [],
                       "The analysis covers only the readable part; re-download the capture."))
     if cap["offload"]["likely"]:
         out.append(_f("offload", "info", "Segmentation/receive offload visible in the capture",
@@ -253,6 +258,14 @@ def build_findings(doc: dict[str, Any], a: Analyzer) -> list[dict[str, Any]]:
     _tcp_findings(doc, a, out)
     _dns_findings(doc, out)
     _other_findings(doc, out)
+    cap = doc["capture"]
+    if cap["packets"] and cap["undecodable_packets"] * 2 >= cap["packets"]:
+        out.append(_f("capture_undecodable", "medium",
+                      f"{cap['undecodable_packets']} of {cap['packets']} packets could not be "
+                      "decoded",
+                      "The link type or encapsulation is not one this engine reads, so this "
+                      "report says little about the network.", [],
+                      "Convert the capture (editcap -T ether) or capture on the VM's NIC."))
     if not [f for f in out if f["severity"] != "info"]:
         out.append(_f("no_problem_seen", "info", "No network problem visible in this capture",
                       f"{doc['capture']['packets']} packets, {doc['flow_count']} flows: no "

@@ -95,16 +95,18 @@ def _iter_pcap(
 ) -> Iterator[Record]:
     unpack = struct.Struct(endian + "IIII").unpack_from
     mult = 1 if ns else 1000
+    max_record = MAX_RECORD
     try:
+        seekable = fh.seekable()
         buf = fh.read(CHUNK)
         off = 0
         while True:
             n = len(buf)
             while off + 16 <= n:
                 sec, frac, caplen, wirelen = unpack(buf, off)
-                if caplen > MAX_RECORD:
+                if caplen > max_record:
                     info.warnings.append(
-                        f"corrupt record header at byte {fh.tell() - n + off + 24}: "
+                        f"corrupt record header at byte {fh.tell() - n + off}: "
                         f"captured length {caplen}; analysis stops there"
                     )
                     return
@@ -115,18 +117,36 @@ def _iter_pcap(
                     wirelen = caplen
                 yield buf, off + 16, caplen, wirelen, sec * 1_000_000_000 + frac * mult, linktype
                 off = end
-            more = fh.read(CHUNK)
-            if not more:
+            nxt = _refill(fh, buf, off, n, seekable)
+            if nxt is None:
                 if off < n:
                     info.warnings.append(
                         f"capture is truncated: last record cut short ({n - off} bytes "
                         "left over); the analysis covers the packets before it"
                     )
                 return
-            buf = buf[off:] + more
+            buf = nxt
             off = 0
     finally:
         fh.close()
+
+
+def _refill(fh: BinaryIO, buf: bytes, off: int, n: int, seekable: bool) -> bytes | None:
+    """The next chunk, starting with the unconsumed ``buf[off:n]``; None at end of file.
+
+    A seekable file is re-read from the first unconsumed byte: concatenating the leftover
+    with a fresh 8 MB read would copy (and page-fault) every chunk twice.
+    """
+    rest = n - off
+    if seekable:
+        if rest:
+            fh.seek(-rest, 1)
+        nxt = fh.read(CHUNK)
+        return nxt if len(nxt) > rest else None
+    more = fh.read(CHUNK)
+    if not more:
+        return None
+    return buf[off:] + more
 
 
 def _tsresol(value: int) -> tuple[int, int]:
@@ -164,6 +184,7 @@ def _iter_pcapng(fh: BinaryIO, info: CaptureInfo) -> Iterator[Record]:
     e = "<"
     ifaces: list[_Interface] = []
     try:
+        seekable = fh.seekable()
         buf = fh.read(CHUNK)
         off = 0
         while True:
@@ -227,15 +248,15 @@ def _iter_pcapng(fh: BinaryIO, info: CaptureInfo) -> Iterator[Record]:
                     if itf.ts_den > 1_000_000:
                         info.nanosecond = True
                 off += blen
-            more = fh.read(CHUNK)
-            if not more:
+            nxt = _refill(fh, buf, off, n, seekable)
+            if nxt is None:
                 if off < n:
                     info.warnings.append(
                         f"capture is truncated: last block cut short ({n - off} bytes left "
                         "over); the analysis covers the packets before it"
                     )
                 return
-            buf = buf[off:] + more
+            buf = nxt
             off = 0
     except struct.error:
         info.warnings.append("corrupt pcapng block; analysis stops there")

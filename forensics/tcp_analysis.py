@@ -71,11 +71,15 @@ BASE_SEQ = 10
 ACKLOST_ARMED = 11  # cleared by a duplicate ACK from here or a report that found no gap,
 #                     set again when this direction's ACK number changes
 GAP_PENDING = 12  # a gap (lost segment) here not yet reported by the peer: flag regardless
+# The peer ACKed beyond everything this direction was seen to send (tshark 4.0, measured): the
+# next retransmission at this direction's ACK counts as fast without two duplicate ACKs. Cleared
+# when this direction's ACK number changes or it sends a duplicate ACK (which counts from 1).
+FAST_PRIMED = 13
 
 
 def new_direction() -> list[int]:
     """Fresh per-direction state (window starts 'unknown', i.e. not zero)."""
-    return [0, 0, 0, 0, 0, 0, M32, -1, 0, 0, 0, 1, 0]
+    return [0, 0, 0, 0, 0, 0, M32, -1, 0, 0, 0, 1, 0, 0]
 
 
 def flag_names(bits: int) -> list[str]:
@@ -85,9 +89,28 @@ def flag_names(bits: int) -> list[str]:
     return [name for bit, name in FLAG_NAMES if bits & bit]
 
 
-def _le_seq(a: int, b: int) -> bool:
-    d = (a - b) & M32
-    return d == 0 or d >= HALF
+def _empty_segment_flags(fwd: list[int], rev: list[int], window: int) -> int:
+    """Window update, keep-alive ACK, zero-window-probe ACK or duplicate ACK.
+
+    For an empty segment at the next expected sequence that repeats this direction's last
+    ACK number (none of the four applies otherwise).
+    """
+    fwd_win = fwd[6]
+    ta = 0
+    # Window update: nothing but a new, non-zero window.
+    if window and window != fwd_win:
+        ta = 0x800  # WINDOW_UPDATE
+    if window and window == fwd_win and rev[8] & 0x8:
+        ta |= 0x100  # KEEP_ALIVE_ACK
+    elif window == 0 and fwd_win == 0 and rev[8] & 0x40:
+        # tshark 4.0 wants the same ACK; an ACK of the probe byte itself is not one.
+        ta |= 0x80  # ZERO_WINDOW_PROBE_ACK
+    elif window and window == fwd_win:
+        fwd[9] += 1
+        fwd[11] = 0
+        fwd[13] = 0
+        ta |= 0x10  # DUPLICATE_ACK
+    return ta
 
 
 def analyze(
@@ -112,7 +135,8 @@ def analyze(
     """
     ta = 0
     nextseq_f = fwd[1]
-    sfr = th & (0x07)
+    sfr = th & 0x07
+    fwd_ack = fwd[4]
 
     if not fwd[0]:
         fwd[10] = seq if th & 0x02 else (seq - 1) & 0xFFFFFFFF
@@ -121,43 +145,42 @@ def analyze(
         rev[10] = (ack - 1) & 0xFFFFFFFF
         rev[0] = 1
 
+    in_order = seq == nextseq_f != 0 and not sfr and seglen != 1
+    if in_order:
+        # The common case, in order without SYN/FIN/RST (and not a possible probe): of the
+        # checks below only these can fire.
+        ta = 0 if window else 0x20  # ZERO_WINDOW
+        if seglen:
+            if rev[7] != -1 and (seq + seglen) & 0xFFFFFFFF == (rev[4] + rev[6]) & 0xFFFFFFFF:
+                ta |= 0x1000  # WINDOW_FULL
+        elif ack == fwd_ack:
+            ta |= _empty_segment_flags(fwd, rev, window)
     # Zero-window probe: one byte at the next expected sequence while the peer's window is 0.
-    if seglen == 1 and seq == nextseq_f and rev[6] == 0:
-        ta |= ZERO_WINDOW_PROBE
+    elif seglen == 1 and seq == nextseq_f and rev[6] == 0:
+        ta = 0x40  # ZERO_WINDOW_PROBE
     else:
         # Zero window: the sender advertises no room (SYN/FIN/RST excluded).
         if window == 0 and not sfr:
-            ta |= ZERO_WINDOW
+            ta = 0x20  # ZERO_WINDOW
         # Previous segment not captured: this one starts beyond the next expected byte.
         if nextseq_f and not th & 0x04 and (nextseq_f - seq) & 0xFFFFFFFF >= 0x80000000:
-            ta |= LOST_SEGMENT
+            ta |= 0x2  # LOST_SEGMENT
             fwd[12] = 1
-        # Keep-alive: 0 or 1 byte starting one byte before the next expected sequence.
-        if seglen <= 1 and seq == (nextseq_f - 1) & 0xFFFFFFFF and not sfr:
-            ta |= KEEP_ALIVE
-        if seglen == 0 and not sfr and seq == nextseq_f:
-            same_ack = ack == fwd[4]
-            # Window update: nothing but a new, non-zero window.
-            if window and window != fwd[6] and same_ack:
-                ta |= WINDOW_UPDATE
-            # Window full is impossible without data; the remaining checks need an empty segment.
-            if window and window == fwd[6] and same_ack and rev[8] & KEEP_ALIVE:
-                ta |= KEEP_ALIVE_ACK
-            elif window == 0 and fwd[6] == 0 and same_ack and rev[8] & ZERO_WINDOW_PROBE:
-                # tshark 4.0 wants the same ACK; an ACK of the probe byte itself is not one.
-                ta |= ZERO_WINDOW_PROBE_ACK
-            elif window and window == fwd[6] and same_ack:
-                fwd[9] += 1
-                fwd[11] = 0
-                ta |= DUPLICATE_ACK
-        elif seglen > 0 and not sfr and rev[7] != -1:
+        if seglen <= 1:
+            # Keep-alive: 0 or 1 byte starting one byte before the next expected sequence.
+            if seq == (nextseq_f - 1) & 0xFFFFFFFF and not sfr:
+                ta |= 0x8  # KEEP_ALIVE
+            if seglen == 0 and not sfr and seq == nextseq_f and ack == fwd_ack:
+                ta |= _empty_segment_flags(fwd, rev, window)
+        if seglen > 0 and not sfr and rev[7] != -1:
             # Window full: the segment fills the peer's advertised window exactly.
             if (seq + seglen) & 0xFFFFFFFF == (rev[4] + rev[6]) & 0xFFFFFFFF:
-                ta |= WINDOW_FULL
+                ta |= 0x1000  # WINDOW_FULL
 
-    if ack != fwd[4]:
+    if ack != fwd_ack:
         fwd[9] = 0
         fwd[11] = 1  # a new ACK number re-arms ACKed-unseen reports against this direction
+        fwd[13] = 0
 
     # ACKed segment that wasn't captured: beyond the peer's highest contiguous sequence.
     # Up to the peer's next expected sequence (a gap the peer showed) it is always reported;
@@ -166,45 +189,66 @@ def analyze(
     maxseq_r = rev[3]
     if maxseq_r and th & 0x10 and (maxseq_r - ack) & 0xFFFFFFFF >= 0x80000000:
         if rev[11] or rev[12] or (rev[1] - ack) & 0xFFFFFFFF < 0x80000000:
-            ta |= ACK_LOST_SEGMENT
+            ta |= 0x4  # ACK_LOST_SEGMENT
             rev[12] = 0
             if maxseq_r == rev[1] or rev[9]:
                 rev[11] = 0
             rev[3] = rev[1]
+        if (rev[1] - ack) & 0xFFFFFFFF >= 0x80000000:
+            # beyond anything the peer was seen to send, reported or not: see FAST_PRIMED
+            rev[9] = 0
+            rev[13] = 1
+
+    if in_order:
+        if seglen:  # advances; already ACKed by the peer is all that can be said of it
+            end = (seq + seglen) & 0xFFFFFFFF
+            rev_ack = rev[4]
+            if rev_ack and (end - rev_ack - 1) & 0xFFFFFFFF >= 0x7FFFFFFF:
+                ta |= 0x2000  # SPURIOUS_RETRANSMISSION
+            fwd[1] = end
+            fwd[2] = ts
+        if seq == fwd[3] or not fwd[3]:
+            fwd[3] = fwd[1]
+            fwd[12] = 0
+        fwd[6] = window
+        fwd[4] = ack
+        fwd[5] = ts
+        fwd[8] = ta
+        return ta
 
     # Retransmission family: data (or SYN/FIN) that does not advance the sequence.
-    if (seglen > 0 or th & (0x03)) and not ta & KEEP_ALIVE:
+    if (seglen > 0 or th & 0x03) and not ta & 0x8:
         not_advanced = nextseq_f != 0 and (seq - nextseq_f) & 0xFFFFFFFF >= 0x80000000
         end = (seq + seglen) & 0xFFFFFFFF
+        rev_ack = rev[4]
         if (
             not_advanced
-            and rev[9] >= 2
-            and rev[4] == seq
-            and ts - rev[5] < 20_000_000
+            and (rev[9] >= 2 or rev[13])
+            and rev_ack == seq
+            and 0 <= ts - rev[5] < 20_000_000  # a timestamp going backwards is not "within"
         ):
-            ta |= FAST_RETRANSMISSION
-        elif seglen > 0 and rev[4] and _le_seq(end, rev[4]):
-            ta |= SPURIOUS_RETRANSMISSION
+            ta |= 0x400  # FAST_RETRANSMISSION
+        elif seglen > 0 and rev_ack and (end - rev_ack - 1) & 0xFFFFFFFF >= 0x7FFFFFFF:
+            # end <= rev_ack in sequence space (equal, or behind by less than half the space)
+            ta |= 0x2000  # SPURIOUS_RETRANSMISSION
         elif (
             not_advanced
-            and ts - fwd[2] < ooo_thres
-            and nextseq_f != (end + 1 if th & (0x03) else end) & 0xFFFFFFFF
+            and 0 <= ts - fwd[2] < ooo_thres
+            and nextseq_f != (end + 1 if th & 0x03 else end) & 0xFFFFFFFF
         ):
-            ta |= OUT_OF_ORDER
+            ta |= 0x200  # OUT_OF_ORDER
         elif not_advanced:
-            ta |= RETRANSMISSION
+            ta |= 0x1  # RETRANSMISSION
 
-    nextseq = (seq + seglen) & 0xFFFFFFFF
-    if th & (0x03):
-        nextseq = (nextseq + 1) & 0xFFFFFFFF
-    if not ta & ZERO_WINDOW_PROBE and (
-        not nextseq_f or (nextseq_f - nextseq) & 0xFFFFFFFF >= 0x80000000
-    ):
-        fwd[1] = nextseq
-        fwd[2] = ts
-    maxseq_f = fwd[3]
-    if (seq == maxseq_f or not maxseq_f) and not ta & ZERO_WINDOW_PROBE:
-        fwd[3] = fwd[1]
+    nextseq = (seq + seglen + 1 if th & 0x03 else seq + seglen) & 0xFFFFFFFF
+    if not ta & 0x40:
+        if not nextseq_f or (nextseq_f - nextseq) & 0xFFFFFFFF >= 0x80000000:
+            fwd[1] = nextseq
+            fwd[2] = ts
+        maxseq_f = fwd[3]
+        if seq == maxseq_f or not maxseq_f:
+            fwd[3] = fwd[1]
+            fwd[12] = 0  # contiguous again: no gap left for the peer to report
 
     fwd[6] = window
     fwd[4] = ack

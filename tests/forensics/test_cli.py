@@ -92,3 +92,27 @@ def test_truncated_capture_gives_partial_analysis_with_warning(
     assert doc["capture"]["packets"] == 12
     assert doc["capture"]["warnings"]
     assert any(f["id"] == "capture_damaged" for f in doc["findings"])
+
+
+def test_directory_instead_of_capture_says_so(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main([str(tmp_path), "--semantic-dir", str(tmp_path), "--report-dir", str(tmp_path)])
+    assert rc == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_unknown_link_type_is_a_warning_not_a_clean_bill(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Packets nobody could decode must not end in 'no network problem visible'."""
+    w = PcapWriter(linktype=4242)  # no such link type
+    for t, p in ethernet_packets():
+        w.add(t, p)
+    cap = tmp_path / "odd.pcap"
+    w.write(str(cap))
+    rc = main([str(cap), "--semantic-dir", str(tmp_path), "--report-dir", str(tmp_path)])
+    assert rc == 0
+    assert "could not be decoded" in capsys.readouterr().err
+    doc = json.loads((tmp_path / "odd_semantic.json").read_text())
+    ids = [f["id"] for f in doc["findings"]]
+    assert "capture_undecodable" in ids
+    assert "no_problem_seen" not in ids and "capture_damaged" not in ids

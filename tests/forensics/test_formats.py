@@ -78,3 +78,15 @@ def test_nanosecond_timestamps_preserved(tmp_path: Path) -> None:
     a = analyze_capture(str(path))
     assert a.first_ts == 1_700_000_000_123_456_789
     assert a.last_ts == 1_700_000_000_123_456_801
+
+
+def test_corrupt_record_is_reported_at_its_own_byte_offset(tmp_path: Path) -> None:
+    """The warning names the byte where the bad record header starts (for a hex editor)."""
+    pkt = bytes(60)
+    good = struct.pack("<IIII", 1, 0, len(pkt), len(pkt)) + pkt
+    bad = struct.pack("<IIII", 1, 0, 10**7, len(pkt)) + pkt
+    path = tmp_path / "bad.pcap"
+    path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1) + good + bad)
+    a = analyze_capture(str(path))
+    assert a.packets == 1
+    assert any(f"at byte {24 + len(good)}:" in w for w in a.info.warnings)

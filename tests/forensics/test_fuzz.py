@@ -10,6 +10,7 @@ from forensics.engine import analyze_capture
 from forensics.errors import ForensicsError
 from forensics.semantic import build_semantic
 
+from .encap import encapsulate
 from .pcapgen import PcapWriter, pcapng_bytes
 from .scenario import ethernet_packets
 
@@ -20,7 +21,10 @@ def _seeds() -> list[bytes]:
     w = PcapWriter()
     for t, p in ethernet_packets():
         w.add(t, p)
-    return [w.to_bytes(), pcapng_bytes(ethernet_packets())]
+    # the decapsulation paths too: length fields inside tunnels and link headers get mutated
+    wrapped = [encapsulate(w, name).to_bytes()
+               for name in ("vxlan", "geneve", "gre_eth", "mpls", "pppoe", "radiotap", "ppp")]
+    return [w.to_bytes(), pcapng_bytes(ethernet_packets()), *wrapped]
 
 
 def _mutate(rng: random.Random, data: bytes) -> bytes:

@@ -16,11 +16,14 @@ pytestmark = pytest.mark.skipif(
     not tshark_available(), reason="tshark (the oracle) is not on PATH"
 )
 
-# Exact with SYNs of a new ISN inside running conversations (port reuse) in the mix.
-SEEDS_WITH_REUSE = (5, 7, 11, 14, 16, 22, 31, 34, 37, 41, 46, 51, 53, 55, 64, 67, 74)
-# Exact without them (a SYN starts a conversation only at its beginning).
-SEEDS_NO_REUSE = (0, 1, 2, 3, 6, 8, 9, 17, 18, 20, 21, 26, 27, 29, 30, 33, 40, 42, 43, 44,
-                  45, 47, 49, 50, 54, 56, 57, 58, 60, 61)
+# Exact with SYNs of a new ISN inside running conversations (port reuse) in the mix
+# (48 of seeds 0-79 are; a selection keeps the test short).
+SEEDS_WITH_REUSE = (1, 2, 5, 6, 7, 8, 9, 11, 14, 16, 17, 18, 20, 21, 22, 25, 26, 29, 31, 34,
+                    37, 41, 46, 51, 53, 55, 64, 67, 74)
+# Exact without them (a SYN starts a conversation only at its beginning): 63 of seeds 0-79.
+SEEDS_NO_REUSE = (0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 14, 16, 17, 18, 20, 21, 22, 24, 25, 26,
+                  27, 28, 29, 30, 31, 33, 34, 35, 37, 40, 42, 43, 44, 45, 47, 49, 50, 54, 56,
+                  57, 58, 60, 61)
 
 
 def _check(seed: int, port_reuse: bool) -> None:
