@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from bot.settings import load_settings
 
 
-def upgrade(args: argparse.Namespace) -> int:
+def _revision(db: Any) -> str | None:
+    """The schema revision, or one line saying the database cannot be reached."""
     from storage import migrate
-    from storage.db import Database, safe_url
+    from storage.db import safe_url
     from storage.errors import DatabaseUnreachable
 
-    settings = load_settings()
-    db = Database(settings.resolved_database_url)
     try:
-        before = migrate.current_revision(db.engine)
-    except Exception as exc:  # noqa: BLE001 - reported as one line below
+        return migrate.current_revision(db.engine)
+    except Exception as exc:  # noqa: BLE001 - reported as one line
         raise DatabaseUnreachable(
             f"Cannot reach the database at {safe_url(db.url)}: "
             f"{str(getattr(exc, 'orig', exc)).strip().splitlines()[0]}.",
             "Check GHOST_DATABASE_URL and that the server is running.",
         ) from None
+
+
+def upgrade(args: argparse.Namespace) -> int:
+    from storage import migrate
+    from storage.db import Database, safe_url
+
+    settings = load_settings()
+    db = Database(settings.resolved_database_url)
+    before = _revision(db)
     if before is not None and before not in migrate.known_revisions():
         from storage.errors import too_new
 
@@ -49,16 +58,7 @@ def status(args: argparse.Namespace) -> int:
             db.ensure_ready()  # the default SQLite file is created and migrated on first use
         except DatabaseTooNew:
             pass  # shown below as a status, like any other revision
-    try:
-        current = migrate.current_revision(db.engine)
-    except Exception as exc:  # noqa: BLE001 - reported as one line below
-        from storage.errors import DatabaseUnreachable
-
-        raise DatabaseUnreachable(
-            f"Cannot reach the database at {safe_url(db.url)}: "
-            f"{str(getattr(exc, 'orig', exc)).strip().splitlines()[0]}.",
-            "Check GHOST_DATABASE_URL and that the server is running.",
-        ) from None
+    current = _revision(db)
     head = migrate.head_revision()
     print(f"database: {safe_url(db.url)}")
     print(f"revision: {current or 'none (empty)'} (head {head})")
