@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import importlib
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -29,6 +30,11 @@ TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _BLOCKED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
                       "LANGUAGE", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "MODEL_ARMOR"})
 _SIGNATURE_KEYS = ("thoughtSignature", "thought_signature")
+# The REST version Ghost speaks. google-genai 3.x defaults the Gemini API to ``v1``, but the
+# documented generateContent surface (tools, systemInstruction, thought signatures) is ``v1beta``,
+# and the ``v1`` endpoint has been seen refusing ``tools`` and ``systemInstruction``.
+# ``GOOGLE_GENAI_API_VERSION`` (the SDK's own variable) still overrides it.
+API_VERSION = "v1beta"
 
 # Gemini adds enum values (finish reasons…) before the SDK knows them; the SDK keeps the raw
 # string and warns on stderr, which only clutters the engineer's terminal.
@@ -109,15 +115,25 @@ class GeminiBrain:
     ``GOOGLE_GEMINI_BASE_URL`` (how tests reach the local fake)."""
 
     def __init__(self, model: str, api_key: str, *, base_url: str | None = None,
-                 timeout_s: float = 120) -> None:
+                 timeout_s: float = 120, api_version: str | None = None) -> None:
         if not api_key:
             raise BrainError("no Gemini API key: set GEMINI_API_KEY (https://aistudio.google.com"
                              "/apikey)", transient=False)
         self.model = model
+        self.base_url = base_url
         self.timeout_s = timeout_s
-        options = types.HttpOptions(base_url=base_url, timeout=max(1, int(timeout_s * 1000)))
+        self.api_version = (api_version or os.environ.get("GOOGLE_GENAI_API_VERSION")
+                            or API_VERSION)
+        options = types.HttpOptions(base_url=base_url, api_version=self.api_version,
+                                    timeout=max(1, int(timeout_s * 1000)))
         # vertexai=False: an API key means the Gemini API, whatever GOOGLE_GENAI_USE_VERTEXAI says.
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
+
+    def endpoint(self) -> str:
+        """The URL ``generate`` posts to (named in a 404, where a wrong base URL shows)."""
+        base = (self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL")
+                or "https://generativelanguage.googleapis.com").rstrip("/")
+        return f"{base}/{self.api_version}/models/{self.model}:generateContent"
 
     def generate(self, *, system_prompt: str, tools: Sequence[Mapping[str, Any]],
                  history: Sequence[Mapping[str, Any]]) -> ModelReply:
@@ -188,8 +204,10 @@ class GeminiBrain:
             msg = (f"Gemini rejected the API key ({code}): {detail} — check GEMINI_API_KEY "
                    "(create one at https://aistudio.google.com/apikey)")
         elif code == 404:
-            msg = (f"Gemini model {self.model!r} was not found ({detail}) — it may be shut down; "
-                   f"choose a current model with --model or GHOST_MODEL (default {DEFAULT_MODEL})")
+            msg = (f"Gemini model {self.model!r} was not found ({detail}) at POST "
+                   f"{self.endpoint()} — it may be shut down; choose a current model with "
+                   f"--model or GHOST_MODEL (default {DEFAULT_MODEL}); an endpoint that serves "
+                   "another API version needs GOOGLE_GENAI_API_VERSION")
         elif code in (401, 403):
             msg = (f"Gemini refused the request ({code} {exc.status or ''}): {detail} — check "
                    "that GEMINI_API_KEY is valid and its project may use the Gemini API")

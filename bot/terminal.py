@@ -48,7 +48,7 @@ class TerminalNotifier:
 
 def shell_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     """One compact line per command, with its audit id."""
-    command = str(args.get("command") or "")
+    command = str(args.get("command") or "").strip() or "(no command given)"
     audit = f"  [{result.get('audit_id')}]" if result.get("audit_id") else ""
     status, action = result.get("status"), result.get("action")
     classification = result.get("classification") or "?"

@@ -71,7 +71,8 @@ def run(settings: Settings, *, symptom: str | None, resume: str | None,
 
             orphan_check(store, orchestrators(session_id), session_id, prompter, out)
             _begin(engine, store, session_id, symptom, prompter, out)
-        return _drive(engine, store, session_id, prompter, out)
+        return _drive(engine, store, session_id, prompter, out,
+                      resumed=bool(resume) and session_id == resume)
     except KeyboardInterrupt:
         out.write(f"\n{resume_hint(session_id)}\n" if session_id else "\nInterrupted.\n")
         return 130
@@ -168,11 +169,17 @@ def _decide_open_approval(engine: object, store: object, approval_id: str | None
 
 
 def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
-           out: TextIO) -> int:
+           out: TextIO, *, resumed: bool = False) -> int:
     from core.engine.loop import Engine
     from storage.store import Store
 
     assert isinstance(engine, Engine) and isinstance(store, Store)
+    if resumed:
+        # stopped at Continue/Done: the answer it asks about was printed by an earlier run
+        engine_state = store.get_investigation(session_id).engine_state or {}
+        last_text = str(engine_state.get("last_text") or "").strip()
+        if engine_state.get("phase") == "awaiting_user" and last_text:
+            out.write(f"\n[Ghost Agent] {last_text}\n")
     while True:
         outcome = engine.advance(session_id)
         if outcome.kind == "awaiting_user":

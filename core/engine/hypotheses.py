@@ -22,13 +22,24 @@ STATES = ("ACTIVE", "CONFIRMED", "REFUTED", "CONTRADICTED", "UNVERIFIABLE",
           "DENIED_ONCE", "DENIED_TWICE")
 TERMINAL = ("CONFIRMED", "REFUTED", "UNVERIFIABLE")
 
-_OPEN = re.compile(r"\bHypothesis\s+(H\d{1,3})\s*[:\-\u2014]\s*([^\n]{3,300})", re.IGNORECASE)
+# "Hypothesis H1: …" (markdown emphasis allowed); the description stops at the end of the line
+# or where the next "Hypothesis Hn" starts, so two hypotheses on one line are both opened
+_OPEN = re.compile(r"\bHypothesis\s+(H\d{1,3})[*_]*\s*[:\-\u2014]\s*[*_]*\s*"
+                   r"((?:(?!\bHypothesis\s+H\d)[^\n]){3,300})", re.IGNORECASE)
+# the first sentence is the hypothesis; what follows is the model's plan ("Checking NSGs first.")
+_SENTENCE_END = re.compile(r"(?<=[A-Za-z0-9)\]'\"`])[.!?]\s+(?=[A-Z])")
 _CHANGE = re.compile(r"\b(H\d{1,3})\s*(?:is\s+|:\s*|\u2014\s*|-\s*)?"
                      r"(CONFIRMED|REFUTED|CONTRADICTED|UNVERIFIABLE)\b")
 
 
 def _norm_id(raw: str) -> str:
     return raw.strip().lower()
+
+
+def _description(raw: str) -> str:
+    """The stated hypothesis: its first sentence, without markdown emphasis or end marks."""
+    first = _SENTENCE_END.split(raw.strip(), maxsplit=1)[0]
+    return first.strip().strip("*_").strip().rstrip(".;,:").strip()
 
 
 def _find(state: Mapping[str, Any], hid: str) -> dict[str, Any] | None:
@@ -120,7 +131,7 @@ def apply_text(state: dict[str, Any], text: str, now: str,
         return
     conflicts: list[dict[str, Any]] = []
     for match in _OPEN.finditer(text):
-        _open(state, _norm_id(match.group(1)), match.group(2), now)
+        _open(state, _norm_id(match.group(1)), _description(match.group(2)), now)
     for match in _CHANGE.finditer(text):
         entry = _find(state, _norm_id(match.group(1)))
         if entry is not None:

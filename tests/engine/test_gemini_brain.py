@@ -245,6 +245,24 @@ def test_an_unknown_model_names_the_model_and_the_setting(fake_gemini: FakeGemin
     assert DEFAULT_MODEL in str(err.value)
 
 
+def test_the_documented_v1beta_is_spoken_unless_the_sdk_variable_says_otherwise(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """google-genai 3.x defaults to /v1/, which has refused tools and systemInstruction; a
+    fake written from the REST reference serves /v1beta/. The 404 names the URL it tried."""
+    from tests.engine.grader_gemini import GraderGemini, text
+
+    with GraderGemini(lambda body: [text("hello")], versions=("v1beta", "v1")) as fake:
+        assert ask(brain("m", base_url=fake.url), [SYMPTOM]).text == "hello"
+        monkeypatch.setenv("GOOGLE_GENAI_API_VERSION", "v1")
+        ask(brain("m", base_url=fake.url), [SYMPTOM])
+        assert [r["path"] for r in fake.requests] == ["/v1beta/models/m:generateContent",
+                                                      "/v1/models/m:generateContent"]
+        with pytest.raises(BrainError) as err:
+            ask(brain("m", base_url=fake.url + "/nowhere"), [SYMPTOM])
+    assert f"POST {fake.url}/nowhere/v1/models/m:generateContent" in str(err.value)
+    assert "GOOGLE_GENAI_API_VERSION" in str(err.value)
+
+
 @pytest.mark.parametrize("code", [400, 401, 403])
 def test_client_errors_are_not_transient(fake_gemini: FakeGemini, code: int) -> None:
     fake_gemini.enqueue(error_response(code, "request is wrong"))

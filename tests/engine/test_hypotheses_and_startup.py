@@ -40,6 +40,20 @@ def test_text_fallback_follows_the_spec_convention() -> None:
     assert state["hypothesis_log"][0]["resolving_audit_id"] == "ghost_x_003"
 
 
+def test_text_fallback_reads_several_hypotheses_on_one_line_and_markdown() -> None:
+    """A model writes prose, not one hypothesis per line: each one is opened, and its
+    description is the statement, not the plan that follows it."""
+    state = fresh()
+    hyp.apply_text(state, "Hypothesis H1: NSG rule blocks TCP 6379. Hypothesis H2: a UDR sends "
+                          "it to a dead NVA. Starting with local probes.\n"
+                          "- **Hypothesis H3:** DNS resolves redis.cache.windows.net publicly.",
+                   NOW)
+    assert [(h["id"], h["description"]) for h in state["hypothesis_log"]] == [
+        ("h1", "NSG rule blocks TCP 6379"), ("h2", "a UDR sends it to a dead NVA"),
+        ("h3", "DNS resolves redis.cache.windows.net publicly")]
+    assert state["active_hypothesis_ids"] == ["h1", "h2", "h3"]
+
+
 def test_contradiction_records_an_evidence_conflict_and_its_resolution() -> None:
     state = fresh()
     hyp.apply_reported(state, [{"id": "h1", "description": "path blocked"}], NOW)
