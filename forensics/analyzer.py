@@ -26,6 +26,7 @@ from .flows import (
     new_flow,
     note_events,
 )
+from .fragments import Reassembler, window_scale
 from .icmp import IcmpStats
 from .linklayer import fallback_l3_offset, known_l3
 from .reader import CaptureInfo, Record
@@ -82,6 +83,7 @@ class Analyzer:
         self.icmp = IcmpStats()
         self.app = AppStats()
         self.ts_backwards = 0
+        self.reasm = Reassembler()
 
     # ------------------------------------------------------------------ helpers
     def _new_tcp_conv(self, key: tuple[bytes, int], addrs: bytes, alen: int, sport: int,
@@ -231,17 +233,22 @@ class Analyzer:
                         oversized += 1
                         if iplen > self.max_ip_len:
                             self.max_ip_len = iplen
-                    if fragw & 0x3FFF:
-                        self.fragments += 1
-                        if fragw & 0x1FFF:
-                            other_flow(proto, addrs, 4, 0, 0, ts, frame)
-                            break
                     alen = 4
                     l4 = l3 + ihl
                     l4len = iplen - ihl
                     if ihl < 20:
                         self.undecodable_packets += 1
                         break
+                    if fragw & 0x3FFF:  # a fragment: analysed once reassembled, as tshark
+                        self.fragments += 1
+                        got = self.reasm.add((addrs, proto, u16(buf, l3 + 4)[0]),
+                                             (fragw & 0x1FFF) << 3, fragw & 0x2000, buf, l4,
+                                             min(end, l3 + iplen), l4len)
+                        if got is None:
+                            other_flow(proto, addrs, 4, 0, 0, ts, frame)
+                            break
+                        buf, end, l4len = got
+                        l4 = 0
                 elif et == 0x86DD:
                     if l3 + 40 > end:
                         self.undecodable_packets += 1
@@ -260,23 +267,32 @@ class Analyzer:
                     alen = 16
                     l4 = l3 + 40
                     l4len = plen
-                    frag = False
+                    frag = 0  # 1: a fragment of a datagram not complete yet
                     while proto in _IPV6_EXT or proto == 44:
                         if l4 + 8 > end:
                             break
-                        if proto == 44:
-                            frag = True
-                            hl = 8
-                            if u16(buf, l4 + 2)[0] & 0xFFF9:
+                        if proto == 44:  # analysed once reassembled, as tshark
+                            fo = u16(buf, l4 + 2)[0]
+                            if fo & 0xFFF9:
                                 self.fragments += 1
-                        elif proto == 51:
+                            proto = buf[l4]
+                            got = self.reasm.add((addrs, proto, u32(buf, l4 + 4)[0]), fo & 0xFFF8,
+                                                 fo & 1, buf, l4 + 8, min(end, l4 + l4len),
+                                                 l4len - 8)
+                            if got is None:
+                                frag = 1
+                                break
+                            buf, end, l4len = got
+                            l4 = 0
+                            continue
+                        if proto == 51:
                             hl = (buf[l4 + 1] + 2) * 4
                         else:
                             hl = (buf[l4 + 1] + 1) * 8
                         proto = buf[l4]
                         l4 += hl
                         l4len -= hl
-                    if frag and proto != 58:
+                    if frag:
                         other_flow(proto, addrs, 16, 0, 0, ts, frame)
                         break
                 else:
@@ -318,10 +334,11 @@ class Analyzer:
                     if th & 0x02:
                         ws = -1
                         if hlen > 20 and l4 + hlen <= end:
-                            ws = _window_scale(buf, l4 + 20, l4 + hlen)
+                            ws = window_scale(buf, l4 + 20, l4 + hlen)
                         if ws >= 0:
                             if fwd[7] != -2:  # -2: the peer's SYN had no scaling, so none applies
-                                fwd[7] = ws
+                                # + 16: applies, but see below for segments without ACK
+                                fwd[7] = ws + 16
                         elif fwd[7] == -1 and l4 + hlen <= end:
                             fwd[7] = -2
                             rev[7] = -2
@@ -330,11 +347,19 @@ class Analyzer:
                             conv[5] = d + 1
                         if th & 0x10 and fwd[7] > 0 and rev[7] >= 0:
                             # Both shifts known by the SYN-ACK: tshark scales its window already.
-                            win <<= fwd[7]
+                            win <<= fwd[7] & 15
                     else:
                         sc = fwd[7]
                         if sc > 0:
-                            win <<= sc
+                            if sc < 16:
+                                win <<= sc
+                            else:
+                                # Until this side sends a segment with ACK (and without SYN),
+                                # tshark 4.0 checks the peer's window_full against the unscaled
+                                # window of a segment without ACK (measured); 32 + shift marks it.
+                                sc &= 15
+                                fwd[7] = sc if th & 0x10 else sc + 32
+                                win <<= sc
                         if th & 0x10 and conv[3] and not (conv[2] and flow[19]):
                             if not conv[2]:
                                 # tshark's iRTT (the out-of-order horizon): the last SYN to the
@@ -450,24 +475,4 @@ class Analyzer:
         self.ipv4_packets += v4
         self.ipv6_packets += v6
         self.tcp_resets += resets
-        _ = u32
 
-
-def _window_scale(buf: bytes, p: int, end: int) -> int:
-    """The window-scale shift from a SYN's options, or -1 when absent (capped at 14)."""
-    while p < end:
-        kind = buf[p]
-        if kind == 0:
-            break
-        if kind == 1:
-            p += 1
-            continue
-        if p + 1 >= end:
-            break
-        ln = buf[p + 1]
-        if ln < 2:
-            break
-        if kind == 3 and ln == 3 and p + 2 < end:
-            return min(buf[p + 2], 14)
-        p += ln
-    return -1

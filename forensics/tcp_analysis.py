@@ -63,7 +63,7 @@ MAXSEQ_TO_ACK = 3  # highest contiguous sequence number seen
 LASTACK = 4  # last ACK number sent in this direction
 LASTACK_TIME = 5  # when it was sent (ns)
 WINDOW = 6  # last (scaled) window advertised in this direction
-WIN_SCALE = 7  # -1 unknown, -2 no scaling, >= 0 shift
+WIN_SCALE = 7  # -1 unknown, -2 no scaling, >= 0 shift (+ 16 or + 32: see analyzer.py)
 LAST_FLAGS = 8  # analysis flags of the previous segment in this direction
 DUPACKS = 9  # duplicate ACKs sent since this direction's ACK number last changed
 BASE_SEQ = 10
@@ -151,7 +151,10 @@ def analyze(
         # checks below only these can fire.
         ta = 0 if window else 0x20  # ZERO_WINDOW
         if seglen:
-            if rev[7] != -1 and (seq + seglen) & 0xFFFFFFFF == (rev[4] + rev[6]) & 0xFFFFFFFF:
+            sc_r = rev[7]
+            if sc_r != -1 and (seq + seglen) & 0xFFFFFFFF == (
+                rev[4] + (rev[6] if sc_r < 32 else rev[6] >> (sc_r - 32))
+            ) & 0xFFFFFFFF:
                 ta |= 0x1000  # WINDOW_FULL
         elif ack == fwd_ack:
             ta |= _empty_segment_flags(fwd, rev, window)
@@ -172,9 +175,12 @@ def analyze(
                 ta |= 0x8  # KEEP_ALIVE
             if seglen == 0 and not sfr and seq == nextseq_f and ack == fwd_ack:
                 ta |= _empty_segment_flags(fwd, rev, window)
-        if seglen > 0 and not sfr and rev[7] != -1:
+        sc_r = rev[7]
+        if seglen > 0 and not sfr and sc_r != -1:
             # Window full: the segment fills the peer's advertised window exactly.
-            if (seq + seglen) & 0xFFFFFFFF == (rev[4] + rev[6]) & 0xFFFFFFFF:
+            if (seq + seglen) & 0xFFFFFFFF == (
+                rev[4] + (rev[6] if sc_r < 32 else rev[6] >> (sc_r - 32))
+            ) & 0xFFFFFFFF:
                 ta |= 0x1000  # WINDOW_FULL
 
     if ack != fwd_ack:
@@ -196,8 +202,10 @@ def analyze(
             rev[3] = rev[1]
         if (rev[1] - ack) & 0xFFFFFFFF >= 0x80000000:
             # beyond anything the peer was seen to send, reported or not: see FAST_PRIMED
+            # (not when the peer showed a gap: measured in tshark 4.0)
             rev[9] = 0
-            rev[13] = 1
+            if maxseq_r == rev[1]:
+                rev[13] = 1
 
     if in_order:
         if seglen:  # advances; already ACKed by the peer is all that can be said of it
@@ -216,8 +224,14 @@ def analyze(
         fwd[8] = ta
         return ta
 
-    # Retransmission family: data (or SYN/FIN) that does not advance the sequence.
-    if (seglen > 0 or th & 0x03) and not ta & 0x8:
+    # Retransmission family: data (or SYN/FIN) that does not advance the sequence. A keep-alive,
+    # or more than one byte starting one byte before the next expected sequence, is none of
+    # these in tshark 4.0 (measured; one byte there with SYN/FIN/RST is a retransmission).
+    if (
+        (seglen > 0 or th & 0x03)
+        and not ta & 0x8
+        and not (seglen > 1 and seq == (nextseq_f - 1) & 0xFFFFFFFF)
+    ):
         not_advanced = nextseq_f != 0 and (seq - nextseq_f) & 0xFFFFFFFF >= 0x80000000
         end = (seq + seglen) & 0xFFFFFFFF
         rev_ack = rev[4]

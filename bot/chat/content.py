@@ -223,6 +223,49 @@ class CommandLine:
     command: str
     audit_id: str | None
     note: str = ""
+    #: it did not run to the end (not installed, stopped, refused): shown with ❗, not ✅
+    failed: bool = False
+
+
+def _program(command: str) -> str:
+    """The program a command line names, for a sentence (never raises on bad quoting)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return (words[0] if words else "the program").replace("`", "'")[:60]
+
+
+def error_words(error: str, command: str) -> tuple[str, str]:
+    """A shell error code as (verdict, what it means) for an on-call engineer; the audit id
+    stays on the line for the details."""
+    program = _program(command)
+    known = {
+        "command_not_found": ("not run", f"`{program}` is not installed on the Ghost host "
+                              "(or not on its PATH), so it could not be started"),
+        "timeout": ("stopped", "it ran past Ghost's time limit for one command and was "
+                    "stopped; Ghost has the output it printed until then"),
+        "unsupported_syntax": ("not run", "Ghost runs a single program without a shell; "
+                               "pipes, redirections and chained commands are not executed"),
+        "file_not_permitted": ("not run", "Ghost only reads files inside its own data "
+                               "directory"),
+        "secret_in_command": ("not run", "the command line contains a secret, so it was "
+                              "neither stored nor offered for approval"),
+        "empty_command": ("not run", "Ghost's model sent an empty command"),
+        "interrupted": ("outcome unknown", "Ghost stopped while it was running; it was not "
+                        "run again"),
+        "outcome_unknown": ("outcome unknown", "Ghost stopped while it was running; it was "
+                            "not run again"),
+        "call_failed": ("failed", "the Azure call returned an error; Ghost has the details "
+                        "and re-plans"),
+        "approval_missing": ("not run", "its approval record is missing, so it was not run"),
+        "audit_record_missing": ("outcome unknown", "its audit record is missing"),
+    }
+    if error in known:
+        return known[error]
+    return "failed", f"Ghost could not run it ({error.replace('_', ' ')})"
 
 
 def command_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> CommandLine:
@@ -232,12 +275,19 @@ def command_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> CommandL
     audit_id = str(result["audit_id"]) if result.get("audit_id") else None
     if status == "denied":
         reason = result.get("denial_reason")
+        if error == "approval_expired":
+            return CommandLine(classification, "expired", command, audit_id,
+                               "nobody decided in time; it did not run")
+        if error == "user_abandoned":
+            return CommandLine(classification, "not run", command, audit_id,
+                               "the investigation was cancelled before anyone decided")
         return CommandLine(classification, "denied", command, audit_id,
                            f'reason: "{reason}"' if reason else "")
     if error == "forbidden_command":
         return CommandLine("FORBIDDEN", "blocked", command, audit_id, "never offered for approval")
     if status == "error":
-        return CommandLine(classification, f"error: {error}", command, audit_id)
+        verdict, meaning = error_words(str(error or "unknown"), command)
+        return CommandLine(classification, verdict, command, audit_id, meaning, failed=True)
     label = {"auto_approved": "ran", "user_approved": "ran after approval",
              "user_modified": "ran as modified"}.get(str(action), str(action))
     code = result.get("exit_code")
@@ -307,14 +357,18 @@ class Prompt:
     kind: str  # awaiting_user | turn_limit
     session_id: str
     text: str
+    #: which prompt this is (``bot.chat.prompts``): its buttons carry it, so a click on an
+    #: old prompt is told it was answered instead of acting on the newest one
+    key: str | None = None
 
 
-def prompt_for(kind: str, session_id: str, max_turns: int) -> Prompt:
+def prompt_for(kind: str, session_id: str, max_turns: int, key: str | None = None) -> Prompt:
     if kind == "turn_limit":
         return Prompt(kind, session_id, f"Ghost reached its limit of {max_turns} turns. Extend "
-                      "by 10 turns, or write the RCA with what it has.")
+                      "by 10 turns, or write the RCA with what it has.", key)
     return Prompt(kind, session_id, "Ghost is waiting for you. Continue (optionally with an "
-                  "instruction — or reply with @ghost in this thread), or Done to write the RCA.")
+                  "instruction — or reply with @ghost in this thread), or Done to write the RCA.",
+                  key)
 
 
 @dataclass(frozen=True)
@@ -353,7 +407,8 @@ Risky commands need a second engineer's approval; forbidden ones never run."""
 def teams_words(text: str) -> str:
     """Slash commands do not exist in Teams: `/ghost resume SID` there is `@Ghost resume SID`.
     The shared wording names the Slack form; the Teams adapter passes its text through this."""
-    return text.replace("/ghost ", "@Ghost ").replace("/ghost`", "@Ghost`")
+    return text.replace("/ghost ", "@Ghost ").replace("/ghost`", "@Ghost`").replace(
+        "mention @ghost", "mention @Ghost")
 
 
 def list_lines(investigations: Sequence[InvestigationLike]) -> list[str]:

@@ -69,10 +69,13 @@ def rows_of(buckets: OrphanBuckets) -> list[list[str]]:
 
 
 class _Recorder:
-    """The orchestrator, remembering which cleanup waits for which approval."""
+    """The orchestrator's orphan-cleanup path (a person chose Clean up: it may act on ended
+    investigations' tasks, which the model's path refuses), remembering which cleanup waits
+    for which approval."""
 
     def __init__(self, orchestrator: Any) -> None:
-        self.orchestrator = orchestrator
+        cleaner = getattr(orchestrator, "orphan_cleaner", None)
+        self.orchestrator = cleaner() if callable(cleaner) else orchestrator
         self.waiting: dict[str, dict[str, Any]] = {}
 
     def _note(self, result: dict[str, Any], names: list[str]) -> dict[str, Any]:

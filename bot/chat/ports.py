@@ -51,7 +51,14 @@ class ChatPort(Protocol):
         """Replace the card's buttons by the outcome."""
         ...
 
-    def post_prompt(self, thread: Thread, prompt: Prompt) -> None: ...
+    def post_prompt(self, thread: Thread, prompt: Prompt) -> dict[str, Any] | None:
+        """Post Continue / Done (or Extend / Generate RCA); return where it is."""
+        ...
+
+    def close_prompt(self, ref: Mapping[str, Any], prompt: Prompt, by: str | None,
+                     choice: str) -> None:
+        """Replace the prompt's buttons by who answered it and how, for everyone."""
+        ...
 
     def post_rca(self, thread: Thread, filename: str, markdown: str,
                  summary: RcaSummary) -> str | None:

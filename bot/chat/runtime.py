@@ -27,16 +27,28 @@ from bot.chat.content import (
 from bot.chat.notifier import ChatNotifier, InvestigationCancelled
 from bot.chat.orphans import OrphanDesk
 from bot.chat.ports import ChatPort
+from bot.chat.prompts import (
+    CANCELLED,
+    DONE,
+    EXTENDED,
+    MENTIONED,
+    PHASES,
+    QUEUED,
+    AlreadyAnswered,
+    NotWaiting,
+    PromptBook,
+    answer_of,
+    check_click,
+    entry,
+    key_of,
+)
 from core.engine.loop import Engine, Outcome
 from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy, Decision
 from core.session_state import iso_utc, utc_now
 
 log = logging.getLogger(__name__)
-
-
-class NotWaiting(GhostError):
-    """The button or mention came when the investigation was not waiting for it."""
+__all__ = ["AlreadyAnswered", "ChatRuntime", "NotWaiting"]
 
 
 class ChatRuntime:
@@ -58,6 +70,7 @@ class ChatRuntime:
         self.kick: Callable[[], None] = lambda: None
         #: The orphan report in the thread; ``build_chat_engine`` gives it an orchestrator.
         self.orphans = OrphanDesk(store, port_for, notifier)
+        self.prompts = PromptBook(store)
 
     def before_advance(self, session_id: str) -> None:
         """A worker holds the lease and is about to advance: the orphan report (once), and
@@ -110,15 +123,55 @@ class ChatRuntime:
                              f"`/ghost resume {session_id}` picks it up again.")
         return inv
 
-    def instruct(self, session_id: str, text: str) -> None:
+    def instruct(self, session_id: str, text: str, *, actor: str | None = None,
+                 choice: str = MENTIONED, key: str | None = None,
+                 clicked: bool = False) -> None:
+        """Send an instruction as the next user turn: a Continue click (``clicked``, with the
+        prompt's ``key``), a mention, queued instructions. The open prompt is answered."""
+        self._answer(session_id, ("awaiting_user",), lambda inv: (
+            f"Investigation {session_id} is not waiting for an instruction right now "
+            f"({status_view(inv).phase})."), lambda: self.engine.instruct(session_id, text),
+            actor, choice, key, clicked)
+
+    def check_prompt(self, session_id: str, key: str | None) -> None:
+        """Before a Continue modal opens: :class:`AlreadyAnswered` for an old prompt."""
+        check_click(self.store.get_investigation(session_id), key)
+
+    def _answer(self, session_id: str, phases: tuple[str, ...], why: Callable[[Any], str],
+                act: Callable[[], None], actor: str | None, choice: str, key: str | None,
+                clicked: bool) -> None:
+        """Answer the prompt Ghost waits on, once: claim it (first answer wins in every
+        process), act, and show the answer on the prompt's messages instead of buttons."""
+        if clicked:
+            check_click(self.store.get_investigation(session_id), key)
         inv = self._live(session_id)
-        phase = (inv.engine_state or {}).get("phase")
-        if phase != "awaiting_user":
-            raise NotWaiting(f"Investigation {session_id} is not waiting for an instruction "
-                             f"right now ({status_view(inv).phase}).")
-        self.engine.instruct(session_id, text)
+        current = key_of(inv)
+        if (inv.engine_state or {}).get("phase") not in phases or current is None:
+            raise NotWaiting(why(inv))
+        answer = self.prompts.claim(session_id, current, actor, choice)
+        try:
+            act()
+        except BaseException:
+            self.prompts.release(session_id, current, answer)
+            raise
         self.store.set_status(session_id, "queued")
+        self.close_prompt(session_id, current)
         self.notifier.refresh_status(session_id)
+
+    def close_prompt(self, session_id: str, key: str) -> None:
+        """Replace the buttons of the prompt ``key`` by its answer, on every message of it."""
+        inv = self.store.get_investigation(session_id)
+        item, answer = entry(inv, key), answer_of(inv, key)
+        port = self.port_for(inv.platform)
+        if port is None or answer is None:
+            return
+        prompt = prompt_for(key.partition(":")[0], session_id,
+                            int(item.get("max_turns") or 50), key)
+        for where in item.get("refs") or []:
+            try:
+                port.close_prompt(where, prompt, answer.by, answer.choice)
+            except Exception:  # noqa: BLE001 - the answer stands; a stale button is refused
+                log.exception("could not close prompt %s of %s", key, session_id)
 
     def queue_instruction(self, session_id: str, user: str, text: str) -> int:
         """Keep an instruction that came while Ghost was busy; it is sent as the next user
@@ -144,26 +197,25 @@ class ChatRuntime:
         if not taken:
             return []  # another process delivered them
         try:
-            self.instruct(session_id, "\n\n".join(str(i["text"]) for i in taken))
+            self.instruct(session_id, "\n\n".join(str(i["text"]) for i in taken),
+                          actor=str(taken[0].get("user") or "") or None, choice=QUEUED)
         except NotWaiting:  # someone answered in between: keep them for the next time
             self.store.change_conversation_ref(session_id, lambda ref: ref.__setitem__(
                 "queued_instructions", taken + list(ref.get("queued_instructions") or [])))
             return []
         return taken
 
-    def finish(self, session_id: str) -> None:
-        inv = self._live(session_id)
-        if (inv.engine_state or {}).get("phase") not in ("awaiting_user", "turn_limit"):
-            raise NotWaiting(f"Investigation {session_id} is not waiting for Done right now.")
-        self.engine.finish(session_id)
-        self.store.set_status(session_id, "queued")
+    def finish(self, session_id: str, *, actor: str | None = None, choice: str = DONE,
+               key: str | None = None, clicked: bool = False) -> None:
+        self._answer(session_id, PHASES, lambda inv: (
+            f"Investigation {session_id} is not waiting for Done right now."),
+            lambda: self.engine.finish(session_id), actor, choice, key, clicked)
 
-    def extend(self, session_id: str) -> None:
-        inv = self._live(session_id)
-        if (inv.engine_state or {}).get("phase") != "turn_limit":
-            raise NotWaiting(f"Investigation {session_id} is not at its turn limit.")
-        self.engine.extend(session_id)
-        self.store.set_status(session_id, "queued")
+    def extend(self, session_id: str, *, actor: str | None = None, choice: str = EXTENDED,
+               key: str | None = None, clicked: bool = False) -> None:
+        self._answer(session_id, ("turn_limit",), lambda inv: (
+            f"Investigation {session_id} is not at its turn limit."),
+            lambda: self.engine.extend(session_id), actor, choice, key, clicked)
 
     def cancel(self, session_id: str, actor: str) -> int:
         """Stop an investigation; its pending approvals are closed (nothing else runs)."""
@@ -171,6 +223,13 @@ class ChatRuntime:
         if inv.status in ("completed", "cancelled"):
             raise NotWaiting(f"Investigation {session_id} is already {inv.status}.")
         self.store.set_status(session_id, "cancelled")
+        current = key_of(inv)
+        if current is not None and answer_of(inv, current) is None:
+            try:  # the open Continue / Done prompt shows the cancel instead of buttons
+                self.prompts.claim(session_id, current, actor, CANCELLED)
+                self.close_prompt(session_id, current)
+            except AlreadyAnswered:
+                pass
         closed = 0
         shell = self.shell_for(session_id)
         for approval in self.store.approvals(session_id, statuses=("pending",)):
@@ -199,7 +258,10 @@ class ChatRuntime:
         except InvestigationCancelled:  # saved; a resumed cancel moves on just below
             pass
         phase = (self.store.get_investigation(session_id).engine_state or {}).get("phase")
-        if phase in ("awaiting_user", "turn_limit"):  # ask again in the thread
+        if phase in PHASES:  # ask again in the thread; the new prompt takes answers
+            key = key_of(self.store.get_investigation(session_id))
+            if key is not None:
+                self.prompts.reopen(session_id, key)
             self.store.update_conversation_ref(session_id, {"prompted": None})
         self.store.set_status(session_id, "queued")
         self.notifier.refresh_status(session_id)  # not "Stopped on an error" any more
@@ -234,12 +296,15 @@ class ChatRuntime:
                 self.notifier.refresh_status(session_id)
                 self.kick()
                 return
-        if outcome.kind in ("awaiting_user", "turn_limit"):
-            key = f"{outcome.kind}:{inv.state.get('turn_count')}"
-            if ref.get("prompted") != key:
+        if outcome.kind in PHASES:
+            key = f"{outcome.kind}:{int(inv.state.get('turn_count') or 0)}"
+            if ref.get("prompted") != key and answer_of(inv, key) is None:
                 max_turns = int((inv.engine_state or {}).get("max_turns") or 50)
-                port.post_prompt(inv, prompt_for(outcome.kind, session_id, max_turns))
-                self.store.update_conversation_ref(session_id, {"prompted": key})
+                where = port.post_prompt(inv, prompt_for(outcome.kind, session_id, max_turns,
+                                                         key))
+                self.prompts.posted(session_id, key, where, max_turns)
+                if answer_of(self.store.get_investigation(session_id), key) is not None:
+                    self.close_prompt(session_id, key)  # answered while it was being posted
         elif outcome.kind == "completed":
             self.post_rca_once(session_id)
         self.notifier.refresh_status(session_id)
@@ -337,6 +402,11 @@ class ChatRuntime:
             port.post_text(inv, "⚠️ " + text, notice=True)
         self.notifier.refresh_status(session_id)
 
-    def prompt(self, session_id: str, kind: str) -> Prompt:
+    def prompt(self, session_id: str, kind: str, key: str | None = None) -> Prompt:
+        """The prompt as it was posted (``key``), or as it would read now."""
         inv = self.store.get_investigation(session_id)
-        return prompt_for(kind, session_id, int((inv.engine_state or {}).get("max_turns") or 50))
+        max_turns = (entry(inv, key).get("max_turns") if key else None) or \
+            (inv.engine_state or {}).get("max_turns") or 50
+        if key:
+            kind = key.partition(":")[0] or kind
+        return prompt_for(kind, session_id, int(max_turns), key)

@@ -18,6 +18,7 @@ from bot.chat.content import (
     StatusView,
 )
 from bot.chat.orphans import OrphanReport
+from bot.chat.prompts import button_value
 
 Blocks = list[dict[str, Any]]
 
@@ -99,7 +100,7 @@ def notice_message(text: str) -> tuple[Blocks, str]:
 
 def command_message(line: CommandLine) -> tuple[Blocks, str]:
     icon = {"SAFE": "✅", "RISKY": "⚠️", "FORBIDDEN": "⛔"}.get(line.classification, "•")
-    if line.verdict.startswith("error"):  # a ✅ next to "error" reads as success at 3 a.m.
+    if line.failed:  # a ✅ next to "not run" reads as success at 3 a.m.
         icon = "❗"
     audit = f" · audit `{escape(line.audit_id)}`" if line.audit_id else ""
     note = f" · {escape(line.note)}" if line.note else ""
@@ -145,19 +146,22 @@ def approval_card(card: ApprovalCard, outcome: DecisionOutcome | None = None
 
 
 def prompt_message(prompt: Prompt, done_by: str | None = None,
-                   choice: str | None = None) -> tuple[Blocks, str]:
+                   choice: str | None = None, *, closed: bool = False) -> tuple[Blocks, str]:
+    """The prompt with its buttons, or once answered (``closed``) who answered and how.
+    The buttons carry ``<session id>|<prompt key>`` so an old prompt's click is recognised."""
     blocks: Blocks = [section(escape(prompt.text))]
-    if done_by:
-        blocks.append(context(f"{escape(choice or 'Answered')} by {mention(done_by)}."))
+    value = button_value(prompt.session_id, prompt.key)
+    if done_by or closed:
+        who = f" by {mention(done_by)}" if done_by else ""
+        blocks.append(context(f"{escape(choice or 'Answered')}{who}."))
     elif prompt.kind == "turn_limit":
-        blocks.append({"type": "actions", "block_id": f"prompt:{prompt.session_id}",
-                       "elements": [button("Extend 10 turns", EXTEND, prompt.session_id),
-                                    button("Generate RCA", RCA, prompt.session_id,
-                                           "primary")]})
+        blocks.append({"type": "actions", "block_id": f"prompt:{value}",
+                       "elements": [button("Extend 10 turns", EXTEND, value),
+                                    button("Generate RCA", RCA, value, "primary")]})
     else:
-        blocks.append({"type": "actions", "block_id": f"prompt:{prompt.session_id}",
-                       "elements": [button("Continue…", CONTINUE, prompt.session_id, "primary"),
-                                    button("Done — write the RCA", DONE, prompt.session_id)]})
+        blocks.append({"type": "actions", "block_id": f"prompt:{value}",
+                       "elements": [button("Continue…", CONTINUE, value, "primary"),
+                                    button("Done — write the RCA", DONE, value)]})
     return blocks, prompt.text
 
 
@@ -204,8 +208,9 @@ def modify_modal(approval_id: str, command: str) -> dict[str, Any]:
                hint="Re-checked by the safety gate; a second engineer must approve the edit.")])
 
 
-def continue_modal(session_id: str) -> dict[str, Any]:
-    return _modal(CONTINUE_VIEW, "Continue investigation", "Continue", session_id, [
+def continue_modal(value: str) -> dict[str, Any]:
+    """``value``: the Continue button's (session id and prompt key), kept for the submit."""
+    return _modal(CONTINUE_VIEW, "Continue investigation", "Continue", value, [
         _input("instruction", "Instruction for Ghost (optional)", optional=True,
                multiline=True)])
 

@@ -15,6 +15,7 @@ from slack_sdk import WebClient
 
 from bot.chat.content import HELP, list_lines, status_line, status_view
 from bot.chat.decisions import Decider, DecisionRequest
+from bot.chat.prompts import CONTINUED, MENTIONED, split_value
 from bot.chat.runtime import ChatRuntime, NotWaiting
 from bot.chat.steering import why_not_steer
 from bot.slack import blocks
@@ -191,48 +192,55 @@ class Handlers:
 
     def open_continue(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         ack()
-        if self._refuse_steer(_value(body), _user(body)):
+        sid, key = split_value(_value(body))
+        user = _user(body)
+        if self._refuse_steer(sid, user):
+            return
+        try:  # an old prompt's Continue: say who answered it, open nothing
+            self.runtime.check_prompt(sid, key)
+        except NotWaiting as exc:
+            self._tell_thread(sid, user, str(exc))
             return
         client.views_open(trigger_id=body["trigger_id"],
                           view=blocks.continue_modal(_value(body)))
 
     def submit_continue(self, ack: Ack, body: dict[str, Any]) -> None:
         ack()
-        sid, user = _metadata(body), _user(body)
+        sid, key = split_value(_metadata(body))
+        user = _user(body)
         if self._refuse_steer(sid, user):
             return
-        self._answer(sid, user, "Continued", lambda: self.runtime.instruct(
-            sid, _field(body, "instruction") or "Continue."), None, "awaiting_user")
+        self._answer(sid, user, lambda: self.runtime.instruct(
+            sid, _field(body, "instruction") or "Continue.", actor=user, choice=CONTINUED,
+            key=key, clicked=True))
 
     def prompt_button(self, ack: Ack, body: dict[str, Any]) -> None:
+        """Done, Extend, Generate RCA: the runtime replaces the prompt's buttons by the answer
+        for everyone; a click on an old prompt is told who answered it (only the clicker)."""
         ack()
         action = body["actions"][0]["action_id"]
-        sid, user = _value(body), _user(body)
+        sid, key = split_value(_value(body))
+        user = _user(body)
         if self._refuse_steer(sid, user):
             return
         if action == blocks.EXTEND:
-            self._answer(sid, user, "Extended by 10 turns", lambda: self.runtime.extend(sid),
-                         body, "turn_limit")
+            self._answer(sid, user, lambda: self.runtime.extend(
+                sid, actor=user, key=key, clicked=True))
         else:
-            kind = "turn_limit" if action == blocks.RCA else "awaiting_user"
-            self._answer(sid, user, "Done — writing the RCA", lambda: self.runtime.finish(sid),
-                         body, kind)
+            self._answer(sid, user, lambda: self.runtime.finish(
+                sid, actor=user, key=key, clicked=True))
 
-    def _answer(self, sid: str, user: str, label: str, run: Any,
-                body: dict[str, Any] | None, kind: str) -> None:
-        inv = self.store.get_investigation(sid)
+    def _answer(self, sid: str, user: str, run: Any) -> None:
         try:
             run()
         except NotWaiting as exc:
-            self.port.tell(str(inv.channel_ref), user, str(exc), inv.thread_ref)
+            self._tell_thread(sid, user, str(exc))
             return
         self.runtime.kick()
-        message = (body or {}).get("container") or {}
-        if message.get("message_ts") and message.get("channel_id"):
-            content = blocks.prompt_message(self.runtime.prompt(sid, kind), user, label)
-            self.port.client.chat_update(channel=message["channel_id"],
-                                         ts=message["message_ts"], blocks=content[0],
-                                         text=content[1])
+
+    def _tell_thread(self, sid: str, user: str, text: str) -> None:
+        inv = self.store.get_investigation(sid)
+        self.port.tell(str(inv.channel_ref), user, text, inv.thread_ref)
 
     # ------------------------------------------------------------------ @ghost
     def mention(self, event: dict[str, Any], say: Any) -> None:
@@ -247,7 +255,8 @@ class Handlers:
         if self._refuse_steer(inv.session_id, user):
             return
         try:
-            self.runtime.instruct(inv.session_id, text or "Continue.")
+            self.runtime.instruct(inv.session_id, text or "Continue.", actor=user,
+                                  choice=MENTIONED)
         except NotWaiting as exc:
             self._queue_mention(inv, user, text or "Continue.", str(thread), str(exc))
             return

@@ -68,8 +68,15 @@ class SlackPort:
                    outcome: DecisionOutcome) -> None:
         self._update(str(ref["channel"]), str(ref["ts"]), blocks.approval_card(card, outcome))
 
-    def post_prompt(self, thread: Thread, prompt: Prompt) -> None:
-        self._post(str(thread.channel_ref), thread.thread_ref, blocks.prompt_message(prompt))
+    def post_prompt(self, thread: Thread, prompt: Prompt) -> dict[str, Any]:
+        channel = str(thread.channel_ref)
+        ts = self._post(channel, thread.thread_ref, blocks.prompt_message(prompt))
+        return {"platform": "slack", "channel": channel, "ts": ts}
+
+    def close_prompt(self, ref: Mapping[str, Any], prompt: Prompt, by: str | None,
+                     choice: str) -> None:
+        self._update(str(ref["channel"]), str(ref["ts"]),
+                     blocks.prompt_message(prompt, by, choice, closed=True))
 
     def post_rca(self, thread: Thread, filename: str, markdown: str,
                  summary: RcaSummary) -> str | None:

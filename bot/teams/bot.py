@@ -26,6 +26,14 @@ from bot.chat.content import (
     teams_words,
 )
 from bot.chat.decisions import Decider, DecisionRequest, DecisionResult
+from bot.chat.prompts import (
+    CONTINUED,
+    DONE,
+    EXTENDED,
+    MENTIONED,
+    AlreadyAnswered,
+    answer_of,
+)
 from bot.chat.runtime import ChatRuntime, NotWaiting
 from bot.chat.steering import why_not_steer
 from bot.chat.threads import begin_in_thread
@@ -142,7 +150,8 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         if why:
             return why
         try:
-            self.runtime.instruct(inv.session_id, text or "Continue.")
+            self.runtime.instruct(inv.session_id, text or "Continue.", actor=user,
+                                  choice=MENTIONED)
         except NotWaiting as exc:
             if inv.status not in QUEUEABLE:
                 return str(exc)
@@ -222,9 +231,13 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
 
     def _prompt_answer(self, verb: str, data: dict[str, Any], user: str,
                        name: str) -> cards.Card:
+        """Continue, Done, Extend, Generate RCA. The runtime replaces the prompt's actions by
+        the answer for everyone; a click on an old prompt gets the card as it stands, with who
+        answered it (only the clicker sees that)."""
         sid, kind = str(data.get("session_id") or ""), str(data.get("kind") or "awaiting_user")
+        key = str(data.get("key") or "") or None
         try:
-            prompt = self.runtime.prompt(sid, kind)
+            prompt = self.runtime.prompt(sid, kind, key)
         except UnknownInvestigation:
             return cards.notice_card("This investigation no longer exists.")
         self._remember(sid, user, name)
@@ -233,18 +246,25 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
             return cards.prompt_card(prompt, notice=why)
         try:
             if verb == cards.CONTINUE:
-                self.runtime.instruct(sid, _text(data.get("instruction")) or "Continue.")
-                choice = "Continued"
+                choice = CONTINUED
+                self.runtime.instruct(sid, _text(data.get("instruction")) or "Continue.",
+                                      actor=user, choice=choice, key=key, clicked=True)
             elif verb == cards.EXTEND:
-                self.runtime.extend(sid)
-                choice = "Extended by 10 turns"
+                choice = EXTENDED
+                self.runtime.extend(sid, actor=user, key=key, clicked=True)
             else:
-                self.runtime.finish(sid)
-                choice = "Done — writing the RCA"
+                choice = DONE
+                self.runtime.finish(sid, actor=user, key=key, clicked=True)
+        except AlreadyAnswered as exc:
+            inv = self.store.get_investigation(sid)
+            answer = answer_of(inv, key) if key else None
+            return cards.prompt_card(prompt, answer.by if answer else None,
+                                     answer.choice if answer else None,
+                                     names=names_for(inv.conversation_ref),
+                                     notice=teams_words(str(exc)), closed=True)
         except (NotWaiting, GhostError) as exc:
-            return cards.prompt_card(prompt, notice=str(exc))
+            return cards.prompt_card(prompt, notice=teams_words(str(exc)))
         self.runtime.kick()
-        self.port.answer_prompt(sid, prompt, user, choice)
         inv = self.store.get_investigation(sid)
         return cards.prompt_card(prompt, user, choice, names=names_for(inv.conversation_ref))
 

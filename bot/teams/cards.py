@@ -106,6 +106,8 @@ def status_card(view: StatusView, names: Names = raw_name) -> Card:
 def command_text(line: CommandLine) -> str:
     """One compact markdown line for a command that ran or was refused."""
     icon = {"SAFE": "✅", "RISKY": "⚠️", "FORBIDDEN": "⛔"}.get(line.classification, "•")
+    if line.failed:  # a ✅ next to "not run" reads as success
+        icon = "❗"
     cmd = clip(line.command, 300).replace("`", "'")
     note = f" · {plain(line.note)}" if line.note else ""
     audit = f" · audit `{line.audit_id}`" if line.audit_id else ""
@@ -159,16 +161,21 @@ def approval_card(card_: ApprovalCard, outcome: DecisionOutcome | None = None, *
 
 
 def prompt_card(prompt: Prompt, answered_by: str | None = None, choice: str | None = None,
-                *, names: Names = raw_name, notice: str | None = None) -> Card:
+                *, names: Names = raw_name, notice: str | None = None,
+                closed: bool = False) -> Card:
+    """With its actions while open; once answered (``closed``), who answered and how. The
+    actions carry the prompt's key, so a click on an old prompt is recognised."""
     body: list[Card] = []
     if notice:
         body.append({"type": "Container", "style": "warning",
-                     "items": [text_block(notice, weight="Bolder")]})
+                     "items": [text_block(with_names(notice, names), weight="Bolder")]})
     body.append(text_block(plain(prompt.text)))
-    data = {"session_id": prompt.session_id, "kind": prompt.kind}
-    if answered_by:
-        body.append(text_block(f"{choice or 'Answered'} by {plain(names(answered_by))}.",
-                               size="Small", isSubtle=True))
+    data = {"session_id": prompt.session_id, "kind": prompt.kind, "key": prompt.key}
+    if answered_by or closed:
+        who = f" by {plain(names(answered_by))}" if answered_by else ""
+        if choice or answered_by:
+            body.append(text_block(f"{choice or 'Answered'}{who}.", size="Small",
+                                   isSubtle=True))
         return card(body)
     if prompt.kind == "turn_limit":
         actions = [execute("Extend 10 turns", EXTEND, data),

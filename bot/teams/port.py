@@ -303,18 +303,19 @@ class TeamsPort:
                                       names=names_for(inv.conversation_ref))
         self._update(inv, card_activity(content, str(ref["activity_id"])))
 
-    def post_prompt(self, thread: Thread, prompt: Prompt) -> None:
+    def post_prompt(self, thread: Thread, prompt: Prompt) -> dict[str, Any]:
         inv = self._inv(thread.session_id)
         (activity_id,) = self._send(inv, [card_activity(cards.prompt_card(prompt))])
         self.store.update_conversation_ref(inv.session_id, {PROMPT_ID: activity_id})
+        return {"platform": "teams", "session_id": inv.session_id, "activity_id": activity_id}
 
-    def answer_prompt(self, session_id: str, prompt: Prompt, user: str, choice: str) -> None:
+    def close_prompt(self, ref: Mapping[str, Any], prompt: Prompt, by: str | None,
+                     choice: str) -> None:
         """Replace the prompt's buttons by who answered, for everyone."""
-        inv = self._inv(session_id)
-        prompt_id = (inv.conversation_ref or {}).get(PROMPT_ID)
-        if prompt_id:
-            self._update(inv, card_activity(cards.prompt_card(
-                prompt, user, choice, names=names_for(inv.conversation_ref)), str(prompt_id)))
+        inv = self._inv(str(ref["session_id"]))
+        self._update(inv, card_activity(cards.prompt_card(
+            prompt, by, choice, names=names_for(inv.conversation_ref), closed=True),
+            str(ref["activity_id"])))
 
     def post_rca(self, thread: Thread, filename: str, markdown: str,
                  summary: RcaSummary) -> None:

@@ -67,21 +67,21 @@ class CloudOrchestrator:
     # ------------------------------------------------------------------ entry point
     def orchestrate(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Dispatch one Brain request; every failure is a ``status: error`` response."""
-        try:
-            response = self._dispatch(request)
-        except RequestError as exc:
-            response = error_response(exc.code, exc.message)
-        except Exception as exc:  # noqa: BLE001 - the contract: never raise to the Brain
-            log.exception("orchestrator failed on %r", request)
-            response = error_response("internal_error", f"Orchestrator error: "
-                                      f"{type(exc).__name__}: {exc}. The task record holds the "
-                                      "last good state; check_task continues from it.")
+        response = self._guarded(request, foreign=())
         if self._orphan_scan_due:
             self._orphan_scan_due = False
             response["orphans"] = self.detect_orphans()
         return response
 
-    def _dispatch(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    def orphan_cleaner(self) -> OrphanCleaner:
+        """The orphan-cleanup path: ``cleanup_task`` and ``check_task`` on other (ended)
+        investigations' tasks, after a person chose to clean them up. Not for the model."""
+        return OrphanCleaner(self)
+
+    def _dispatch(self, request: Mapping[str, Any], *,
+                  foreign: tuple[str, ...] = ()) -> dict[str, Any]:
+        """``foreign``: the intents allowed on another investigation's task (none for the
+        model: it acts on its own investigation's tasks only)."""
         if not isinstance(request, Mapping):
             raise RequestError("invalid_request", "A request is an object with an intent.")
         intent = request.get("intent")
@@ -102,11 +102,34 @@ class CloudOrchestrator:
         task = self.registry.load(task_id)
         if task is None:
             raise RequestError("unknown_task", f"No task found with ID: {task_id}")
+        owner = str(task.get("session_id") or "")
+        if owner != self.session_id:
+            if intent not in foreign:
+                raise RequestError(
+                    "unknown_task", f"Task {task_id} belongs to another investigation, not "
+                    f"this one; {intent} acts only on this investigation's tasks (list_tasks "
+                    "shows them). Leftovers of other investigations are offered to the "
+                    "engineers as orphans at start-up.")
+            if self.is_session_live(owner):
+                raise RequestError(
+                    "unknown_task", f"Task {task_id} belongs to investigation {owner}, which "
+                    "is still running: it is not an orphan, so it is not cleaned up here.")
         if intent == "check_task":
             return self._respond(task, self.lifecycle.advance(task, poll=True))
         if intent == "cancel_task":
             return self._cancel(task)
         return self._cleanup(task, request.get("parameters") or {})
+
+    def _guarded(self, request: Mapping[str, Any], foreign: tuple[str, ...]) -> dict[str, Any]:
+        try:
+            return self._dispatch(request, foreign=foreign)
+        except RequestError as exc:
+            return error_response(exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 - the contract: never raise
+            log.exception("orchestrator failed on %r", request)
+            return error_response("internal_error", f"Orchestrator error: "
+                                  f"{type(exc).__name__}: {exc}. The task record holds the "
+                                  "last good state; check_task continues from it.")
 
     def _respond(self, task: Task, message: str) -> dict[str, Any]:
         partner = (self.registry.load(task["paired_task_id"])
@@ -220,3 +243,24 @@ class CloudOrchestrator:
         enter(task, TaskState.CLEANING_UP, now)
         self.lifecycle.save(task)
         return self._respond(task, self.lifecycle.advance(task, poll=False))
+
+
+class OrphanCleaner:
+    """What the orphan cleanup (a person's Clean up choice, in chat or at the terminal) uses.
+
+    ``orchestrate`` takes ``cleanup_task`` and ``check_task`` (continuing a deletion that waited
+    for its approval) on the tasks of investigations that are no longer running, besides this
+    one's; ``cancel_task`` stays limited to this investigation. ``cleanup_orphans`` deletes the
+    untracked captures and stale files of a report as one batch.
+    """
+
+    FOREIGN = ("cleanup_task", "check_task")
+
+    def __init__(self, orchestrator: CloudOrchestrator) -> None:
+        self.orchestrator = orchestrator
+
+    def orchestrate(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        return self.orchestrator._guarded(request, foreign=self.FOREIGN)
+
+    def cleanup_orphans(self, report: Mapping[str, Any]) -> dict[str, Any]:
+        return self.orchestrator.cleanup_orphans(report)

@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from core.safety.secret_names import (
-    ambiguous_name,
     credential_like,
     is_placeholder,
+    kv_secret,
     looks_empty,
     normalise_name,
     secret_name,
+    setting_name,
 )
+from core.safety.secret_pairs import redact_pairs
 from core.safety.secret_patterns import PROGRAM_FLAGS, TOKEN_PATTERNS
 
 MARK: Final = "[REDACTED:{}]"
@@ -54,7 +56,7 @@ _PUTTY_RE: Final = re.compile(
 _NAME_CHARS: Final = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.$")
 _KV_NEEDLES: Final = ("pass", "pwd", "secret", "token", "key", "credential", "connection",
-                      "auth", "sig", "pat", "psk")
+                      "auth", "sig", "pat", "psk", "primary", "secondary")
 _STORAGE_KEY_RE: Final = re.compile(
     r"(?<![A-Za-z0-9+/=-])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])")
 _DNS_CONTEXT_RE: Final = re.compile(
@@ -67,12 +69,15 @@ _CLI_FLAG_RE: Final = re.compile(
     r"secret|token|key|string|sas|pass|pat|storepass|keypass|passin|passout))"
     r"(?:=|[ \t]{1,5})(?P<s>\"[^\"\r\n]{0,4096}\"|'[^'\r\n]{0,4096}'|[^\s\"']{1,4096})")
 _AZ_LOGIN_P_RE: Final = re.compile(
-    r"(?i)\baz[ \t]+login\b[^\r\n]{0,400}?[ \t]-p[ \t]+(?P<s>\S{1,1024})")
+    r"(?i)\baz[ \t]+(?:login|acr[ \t]+login|(?:vm|vmss)[ \t]+user[ \t]+[a-z-]{1,20})\b"
+    r"[^\r\n]{0,400}?[ \t]-p[ \t]+(?P<s>\S{1,1024})")
 _KV_RE: Final = re.compile(
-    r"(?i)(?:password|passwd|passphrase|pwd|pass|secret|token|key|credential|connectionstring|"
-    r"connection_string|auth|sig|pat|psk)(?:s|[-_]?[0-9])?(?P<q>[\"']?)[ \t]{0,3}[:=][ \t]{0,3}"
+    r"(?i)(?:password|passwd|passphrase|pwd|pass|secret|token|keyvalue|key|credential|"
+    r"connectionstring|"
+    r"connection_string|auth|sig|pat|psk|primary|secondary)(?:s|[-_]?[0-9])?(?P<q>[\"']?)"
+    r"[ \t]{0,3}(?::=|=>|%3[Dd]|[:=])[ \t]{0,3}"
     r"(?P<v>\"(?P<dq>(?:[^\"\\\r\n]|\\.){0,4096})\""
-    r"|'(?P<sq>[^'\r\n]{0,4096})'|(?P<bare>[^\s\"',;&}<>)\]]{1,4096}))")
+    r"|'(?P<sq>[^'\r\n]{0,4096})'|(?P<bare>[^\s\"',;&}<>)\]=:(][^\s\"',;&}<>)\]]{0,4095}))")
 _WORD_HEAD_RE: Final = re.compile(r"[A-Za-z_]+")
 _XML_RE: Final = re.compile(r"<([A-Za-z_:-]{1,40})>([^<\r\n]{1,4096})</\1>")
 #: innermost JSON objects (no nested braces), for name/value pairs such as app settings
@@ -87,10 +92,6 @@ _JSON_STRING_PAIR_RE: Final = re.compile(
 #: "adminPassword": {"value": "..."}, "functionKeys": {"default": "..."}
 _SECRET_OBJECT_RE: Final = re.compile(
     r"\"(?P<n>[^\"\\\r\n{}]{1,100})\"[ \t]{0,5}:[ \t\r\n]{0,20}(?P<o>\{[^{}]{0,4096}\})")
-#: words in app-setting names that mark the value as a secret (DB_PASSWORD, STRIPE_KEY ...)
-_SETTING_WORDS: Final = ("password", "passwd", "pwd", "secret", "token", "key", "credential",
-                         "connection", "connstr", "conn_str", "sas", "auth", "private", "cert",
-                         "signing", "pat")
 
 
 def _mark(kind: str) -> str:
@@ -174,19 +175,6 @@ def _name_before(text: str, index: int) -> str:
     return text[start:index]
 
 
-def _kv_secret(name: str, value: str) -> bool:
-    if looks_empty(value):
-        return False
-    if ambiguous_name(name):
-        return credential_like(value)
-    if not secret_name(name):
-        return False
-    if normalise_name(name) == "auth":
-        # auth=ok, "auth": "required" are states; docker's "auth": "dXNlcjpwYXNz" is not
-        return len(value) >= 8 and not (value.isalpha() and value.islower())
-    return True
-
-
 def _kv_pass(text: str, counts: Counter[str]) -> str:
     def replace(match: re.Match[str]) -> str:
         whole = match.group(0)
@@ -199,7 +187,7 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
                 break
         else:  # pragma: no cover - the pattern always sets one group
             return whole
-        if not _kv_secret(name, value):
+        if not kv_secret(name, value):
             return whole
         counts["secret_value"] += 1
         mark = _mark("secret_value")
@@ -268,11 +256,6 @@ def _storage_key_pass(text: str, counts: Counter[str]) -> str:
     return _STORAGE_KEY_RE.sub(replace, text)
 
 
-def _setting_name(name: str) -> bool:
-    low = name.lower()
-    return secret_name(name) or any(word in low for word in _SETTING_WORDS)
-
-
 def _json_pairs_pass(text: str, counts: Counter[str]) -> str:
     """{"name": "DB_PASSWORD", "value": "..."}: app settings, env lists, key lists."""
     def fix(match: re.Match[str]) -> str:
@@ -286,7 +269,7 @@ def _json_pairs_pass(text: str, counts: Counter[str]) -> str:
             v = vm.group("s")
             if looks_empty(v) or "[REDACTED:" in v:
                 return vm.group(0)
-            if _setting_name(name):
+            if setting_name(name):
                 if v.startswith(("http://", "https://")) and not any(
                         c in v for c in "@?"):
                     return vm.group(0)  # KEYVAULT_URI and friends
@@ -349,7 +332,7 @@ def redact_with_counts(text: str) -> RedactionResult:
         text = _storage_key_pass(text, counts)
     if "vault.azure.net/secrets/" in text or "vault.azure.net:443/secrets/" in text:
         text = _VAULT_VALUE_RE.sub(_token_replacer("keyvault_secret", counts, None), text)
-    if "login" in text:
+    if "login" in text or " user " in text:
         text = _AZ_LOGIN_P_RE.sub(_token_replacer("cli_secret", counts, None), text)
     if any(needle in lower for needle in _KV_NEEDLES):
         text = _cli_pass(text, counts)
@@ -360,6 +343,7 @@ def redact_with_counts(text: str) -> RedactionResult:
         text = _json_pairs_pass(text, counts)
     if "</" in text:
         text = _xml_pass(text, counts)
+    text = redact_pairs(text, lower, counts)
     return RedactionResult(text, sum(counts.values()), dict(counts))
 
 

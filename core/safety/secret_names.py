@@ -19,7 +19,10 @@ _KEY_QUALIFIERS: Final = (
     "license", "webhook", "host_function", "system", "masterkey", "readonly", "readwrite",
     "x-api", "x_api", "xapi", "ocp-apim-subscription", "host", "routing", "durabletask",
     "decryption", "validation", "machine", "symmetric", "hmac", "jwt", "aes", "cookie",
+    "authorization",
 )
+#: Service Bus / Relay / App Service hybrid connections: "sendKeyValue", "listenKeyValue".
+_KEY_VALUE_QUALIFIERS: Final = ("send", "listen", "primary", "secondary", "shared", "access")
 NOT_SECRET_NAMES: Final = frozenset({
     "skiptoken", "$skiptoken", "continuationtoken", "nexttoken", "pagetoken", "synctoken",
     "paginationtoken", "tokentype", "token_type", "maxtokens", "max_tokens", "pwd", "oldpwd",
@@ -37,6 +40,9 @@ _SECRET_SUFFIXES: Final = (
 _AMBIGUOUS_RE: Final = re.compile(r"^(?:key|primary|secondary)[-_]?[0-9]?$")
 _FALSE_VALUES: Final = frozenset({"", "null", "true", "false", "none", "nil", "undefined",
                                   "[]", "{}", "''", '""', "<none>", "n/a", "-", "*"})
+#: "(none)", "<not set>", "(hidden)": how tools print that there is no value to show.
+_SHOWN_EMPTY_RE: Final = re.compile(
+    r"^[(<](?:none|null|empty|not set|unset|hidden|masked|redacted|n/a|nil)[)>]$")
 #: `--token TOKEN`, `--password <password>`, `password=${DB_PASSWORD}`: placeholders and
 #: references to a variable, not the secret itself.
 _PLACEHOLDER_RE: Final = re.compile(
@@ -46,6 +52,10 @@ _GUID_RE: Final = re.compile(
     r"^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$")
 _TOKEN_CHARS_RE: Final = re.compile(r"^[A-Za-z0-9+/=_~.%-]{16,4096}$")
 _DATE_RE: Final = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
+#: words in app-setting names that mark the value as a secret (DB_PASSWORD, STRIPE_KEY ...)
+SETTING_WORDS: Final = ("password", "passwd", "pwd", "secret", "token", "key", "credential",
+                         "connection", "connstr", "conn_str", "sas", "auth", "private", "cert",
+                         "signing", "pat")
 
 
 def normalise_name(name: str) -> str:
@@ -65,6 +75,8 @@ def secret_name(name: str) -> bool:
                       "keypass", "key-data", "key_data", "keydata")) or name in (
             "auth", "sig", "pass", "pat", "passin", "passout"):
         return True
+    if name.endswith("keyvalue"):
+        return name[: -len("keyvalue")].rstrip("_-.").endswith(_KEY_VALUE_QUALIFIERS)
     for suffix in ("keys", "key"):
         if name.endswith(suffix):
             prefix = name[: -len(suffix)].rstrip("_-.")
@@ -82,7 +94,8 @@ def looks_empty(value: str) -> bool:
     v = value.strip()
     low = v.lower()
     return (low in _FALSE_VALUES or low.startswith(("[redacted", "{", "[")) or set(low) <= {"*"}
-            or (low.isdigit() and len(low) <= 10) or bool(_PLACEHOLDER_RE.match(v)))
+            or (low.isdigit() and len(low) <= 10) or bool(_PLACEHOLDER_RE.match(v))
+            or bool(_SHOWN_EMPTY_RE.match(low)))
 
 
 def is_placeholder(value: str) -> bool:
@@ -90,11 +103,20 @@ def is_placeholder(value: str) -> bool:
     return bool(_PLACEHOLDER_RE.match(value.strip()))
 
 
+def hex_key(value: str) -> bool:
+    """A 32-64 digit hex string with letters and digits: Cognitive Services, Search and
+    Translator keys look like this. Only a secret where the field's name says key/key1/primary."""
+    return bool(re.fullmatch(r"[0-9a-fA-F]{32,64}", value)) and not (
+        value.isdigit() or value.isalpha())
+
+
 def credential_like(value: str) -> bool:
     """A random-looking token: 16+ token characters with letters and digits, not an identifier.
 
     GUIDs, dates, hex digests (md5/sha*/git), paths and URLs are identifiers, not credentials.
+    A JSON-escaped slash (`\\/`, as PHP and .NET write it) counts as the slash it stands for.
     """
+    value = value.replace("\\/", "/")
     if not _TOKEN_CHARS_RE.match(value) or _GUID_RE.match(value) or _DATE_RE.match(value):
         return False
     if "://" in value or value.startswith("/") or (value.count(".") >= 2 and "~" not in value):
@@ -104,3 +126,23 @@ def credential_like(value: str) -> bool:
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
     return has_digit and has_alpha
+
+
+def kv_secret(name: str, value: str) -> bool:
+    """Is `value`, held by a field/option/variable called `name`, a secret?"""
+    if looks_empty(value):
+        return False
+    if ambiguous_name(name):
+        return credential_like(value) or hex_key(value)
+    if not secret_name(name):
+        return False
+    if normalise_name(name) == "auth":
+        # auth=ok, "auth": "required" are states; docker's "auth": "dXNlcjpwYXNz" is not
+        return len(value) >= 8 and not (value.isalpha() and value.islower())
+    return True
+
+
+def setting_name(name: str) -> bool:
+    """An app-setting or environment-variable name whose value is secret (DB_PASSWORD ...)."""
+    low = name.lower()
+    return secret_name(name) or any(word in low for word in SETTING_WORDS)

@@ -32,6 +32,11 @@ def _not_auth_param(value: str) -> bool:
     return re.match(r"[A-Za-z_]+=", value) is None
 
 
+def _not_a_path(value: str) -> bool:
+    """PWD=/home/x or PWD=C:\\Users is the working directory, not a database password."""
+    return not (value.startswith(("/", "~")) or re.match(r"[A-Za-z]:[\\/]", value))
+
+
 #: A header value: a JSON string, a single-quoted shell word, or the rest of the line with any
 #: balanced double-quoted parts (Digest username="u", response="...").
 _HEADER_VALUE: Final = (
@@ -45,12 +50,13 @@ _AZURE_SIGNATURES: Final = ("AzFu", "ACDb", "+ASb", "+AEh", "+ARm", "AzSe", "+AS
 TOKEN_PATTERNS: Final[tuple[TokenPattern, ...]] = (
     TokenPattern("url_password", ("://",), re.compile(
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@\"'<>]{0,256}:"
-        r"(?P<s>[^\s/@\"'<>]{1,512})@")),
+        r"(?P<s>[^\s/@\"'<>]{1,512}(?:@[^\s/@\"'<>]{1,512}){0,4})@")),
     # https://<PAT>@dev.azure.com/...: a token used as the user name (ssh://git@ is too short)
     TokenPattern("url_token", ("://",), re.compile(
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://(?P<s>[A-Za-z0-9_~-]{30,256})@")),
     TokenPattern("jwt", ("eyj",), re.compile(
-        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*")),
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{6,}\.(?:[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*"
+        r"|eyJ[A-Za-z0-9_-]{6,})")),
     TokenPattern("bearer_token", ("bearer",), re.compile(
         r"(?i)\bbearer[ \t]{1,10}(?P<s>[A-Za-z0-9._~+/=-]{8,})"), _not_auth_param),
     TokenPattern("authorization_header", ("authorization",), re.compile(
@@ -87,6 +93,33 @@ TOKEN_PATTERNS: Final[tuple[TokenPattern, ...]] = (
         r"shpat_[a-fA-F0-9]{32})")),
     TokenPattern("sendgrid_key", ("sg.",), re.compile(
         r"(?<![A-Za-z0-9_-])SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}")),
+    TokenPattern("api_token", ("pypi-", "dckr_", "hvs.", "hvb.", "hvr.", "hrku-", "key-"),
+                 re.compile(
+        r"(?<![A-Za-z0-9_-])(?:pypi-AgE[A-Za-z0-9_-]{50,}|dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}"
+        r"|hv[sbr]\.[A-Za-z0-9_-]{24,}|HRKU-[A-Za-z0-9_-]{20,}|key-[0-9a-f]{32})"
+        r"(?![A-Za-z0-9_-])")),
+    # Twilio API key SIDs (SK + 32 hex) are used as the user name of the key's secret
+    TokenPattern("api_token", ("sk",), re.compile(
+        r"(?<![A-Za-z0-9_-])SK[0-9a-f]{32}(?![A-Za-z0-9_-])")),
+    # Discord bot tokens: base64(user id).timestamp.hmac
+    TokenPattern("api_token", ("m", "n", "o"), re.compile(
+        r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
+        r"(?![A-Za-z0-9_.-])")),
+    # Telegram bot tokens: bot id:secret (also inside api.telegram.org/bot<id>:<secret>/)
+    TokenPattern("api_token", (":aa",), re.compile(
+        r"(?<![0-9])[0-9]{6,12}:(?P<s>AA[A-Za-z0-9_-]{30,40})(?![A-Za-z0-9_-])")),
+    # chat webhooks carry their secret in the path
+    TokenPattern("webhook_url", ("webhook.office.com", "outlook.office.com/webhook",
+                                 "discord.com/api/webhooks", "discordapp.com/api/webhooks"),
+                 re.compile(
+        r"(?i)(?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook"
+        r"|discord(?:app)?\.com/api/webhooks)/(?P<s>[A-Za-z0-9@/_.-]{8,1024})")),
+    # a kubeconfig, base64-encoded ("apiVersion: ..."), as az aks credential reads return it
+    TokenPattern("kubeconfig", ("yxbpvmvyc2lvbj",), re.compile(
+        r"YXBpVmVyc2lvbj[A-Za-z0-9+/]{16,65536}={0,2}")),
+    # an Azure SAS signature inside a URL-encoded query (sas%3D.. in a redirect or log line)
+    TokenPattern("sas_signature", ("sig%3d",), re.compile(
+        r"(?i)(?<![A-Za-z0-9_](?<!%26)(?<!%3f))sig%3D(?P<s>(?:[A-Za-z0-9._~+-]|%(?!26)[0-9A-Fa-f]{2}){1,4096})")),
     TokenPattern("azure_devops_pat", ("azdo",), re.compile(
         r"(?<![A-Za-z0-9])[A-Za-z0-9]{76}AZDO[A-Za-z0-9]{4}(?![A-Za-z0-9])")),
     TokenPattern("azure_key", tuple(s.lower() for s in _AZURE_SIGNATURES), re.compile(
@@ -107,13 +140,19 @@ TOKEN_PATTERNS: Final[tuple[TokenPattern, ...]] = (
         r"(?P<s>[^;\"'\s<>]{1,4096})")),
     TokenPattern("connection_string_secret", ("pwd=",), re.compile(
         r"(?i);[ \t]{0,3}pwd=(?P<s>[^;\"'\s<>]{1,4096})")),
+    # Pwd=... opening a connection string; the shell's PWD=/home/x is a directory, not a secret
+    TokenPattern("connection_string_secret", ("pwd=",), re.compile(
+        r"(?i)(?<![A-Za-z0-9_;])pwd=(?P<s>[^;\"'\s<>]{1,4096});"), _not_a_path),
     TokenPattern("sas_signature", ("sig=",), re.compile(
-        r"(?i)(?<![A-Za-z0-9_])sig=(?P<s>[^&\s\"'<>;]{1,4096})")),
+        r"(?i)(?<![A-Za-z0-9_](?<!\\u0026))sig="
+        r"(?P<s>(?:[^&\s\"'<>;\\]|\\(?!u00)){1,4096})")),
     # Azure Functions keys in URLs (?code=...), OAuth authorization codes
     TokenPattern("url_code", ("code=",), re.compile(
-        r"(?i)(?<=[?&])code=(?P<s>[A-Za-z0-9_%/+=.~-]{20,1024})"), _has_digit),
-    TokenPattern("cli_password", ("-u", "--user"), re.compile(
-        r"(?<![A-Za-z0-9_-])(?:-u|--user)[ \t]{1,5}[\"']?[^\s:\"']{1,256}:"
+        r"(?i)(?<=[?&#])code=(?P<s>[A-Za-z0-9_%/+=.~-]{20,1024})"), _has_digit),
+    # curl -u u:p, -uu:p, -su u:p, --user=u:p, --proxy-user u:p, -U u:p (not uid:gid)
+    TokenPattern("cli_password", ("-u", "u ", "u\t", "-proxy-user"), re.compile(
+        r"(?<![A-Za-z0-9_-])(?:--(?:proxy-)?user(?:=|[ \t]{1,5})|-[A-Za-z]{0,6}[uU][ \t]{1,5}"
+        r"|-[uU])[\"']?(?![0-9]{1,10}:[0-9]{1,10}(?:[\s\"']|$))[^\s:\"'=]{1,256}:"
         r"(?P<s>[^\s\"']{1,1024})")),
     TokenPattern("netrc_password", ("machine",), re.compile(
         r"(?i)\bmachine[ \t]+\S{1,253}[ \t\r\n]+(?:login[ \t]+\S{1,256}[ \t\r\n]+)?"

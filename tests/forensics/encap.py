@@ -99,3 +99,37 @@ def truncated(w: PcapWriter, snaplen: int) -> PcapWriter:
     for ts, data, wire in w.packets:
         out.add(ts, data[:snaplen], wire)
     return out
+
+
+def fragmented(w: PcapWriter, size: int, reverse: bool = False) -> PcapWriter:
+    """IP datagrams of Ethernet frames split into fragments carrying ``size`` bytes or fewer.
+
+    IPv4 fragments share the header (DF cleared, a fresh identification); IPv6 ones get a
+    fragment header. With ``reverse`` the fragments of a datagram are sent last first.
+    """
+    out = PcapWriter(linktype=w.linktype, nanosecond=w.nanosecond, snaplen=w.snaplen)
+    size -= size % 8
+    ident = 0x100
+    for ts, data, _wire in w.packets:
+        v4 = _is_v4(data)
+        hlen = 20 if v4 else 40
+        ip = data[14:]
+        body = ip[hlen:]
+        if len(body) <= size:
+            out.add(ts, data, len(data))
+            continue
+        ident += 1
+        frags = []
+        for off in range(0, len(body), size):
+            part = body[off: off + size]
+            more = off + size < len(body)
+            if v4:
+                hdr = ip[:2] + struct.pack("!HHH", 20 + len(part), ident & 0xFFFF,
+                                           (off >> 3) | (0x2000 if more else 0)) + ip[8:20]
+            else:
+                fh = struct.pack("!BBHI", ip[6], 0, off | int(more), ident)
+                hdr = ip[:4] + struct.pack("!HB", 8 + len(part), 44) + ip[7:40] + fh
+            frags.append(data[:14] + hdr + part)
+        for i, f in enumerate(reversed(frags) if reverse else frags):
+            out.add(ts + i * 1000, f, len(f))
+    return out

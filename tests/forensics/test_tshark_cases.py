@@ -25,7 +25,8 @@ from .encap import ENCAPSULATIONS, duplicated, encapsulate, truncated
 from .pcapgen import PcapWriter, ethernet, ip4, ipv4_packet, tcp_segment
 from .tcpgen import generate, tshark_available, tshark_flags
 
-FLAGS = {"S": 0x02, "SA": 0x12, "A": 0x10, "PA": 0x18, "R": 0x04}
+FLAGS = {"S": 0x02, "SA": 0x12, "A": 0x10, "PA": 0x18, "R": 0x04, "RA": 0x14, "FA": 0x11,
+         "F": 0x01, "P": 0x08, "N": 0x00}
 TS_OPT = b"\x01\x01\x08\x0a" + bytes(8)  # NOP NOP timestamps: 12 bytes
 WS7 = b"\x01\x03\x03\x07"
 CI, SI = 1000, 5000

@@ -98,7 +98,7 @@ def test_orphans_in_all_three_layers(world: World) -> None:
     assert [f["path"] for f in report["stale_files"]] == [str(stale)]
     assert report["count"] == 4 and "Startup cleanup: 4 orphaned" in report["message"]
     assert "orphans" not in now.orchestrate({"intent": "list_tasks"})  # once per start
-    abandoned = check(now, waiting_id)
+    abandoned = check(now.orphan_cleaner(), waiting_id)  # the orphan path, not the model
     assert abandoned["state"] == "ABANDONED" and "ended while the task was WAITING" in \
         abandoned["error_detail"]
 
@@ -123,7 +123,10 @@ def test_abandoned_and_untracked_orphans_can_be_cleaned(world: World) -> None:
     world.cloud.captures["ghost_lost-vm_20240101T000000"] = {"location": "westus2"}
     orch = world.orchestrator(*approve(4))
     report = orch.detect_orphans()
-    res = orch.orchestrate({"intent": "cleanup_task", "task_id": task_id})
+    # the model's path refuses another investigation's task; the orphan cleanup takes it
+    refused = orch.orchestrate({"intent": "cleanup_task", "task_id": task_id})
+    assert refused["error"] == "unknown_task" and "another investigation" in refused["message"]
+    res = orch.orphan_cleaner().orchestrate({"intent": "cleanup_task", "task_id": task_id})
     assert res["state"] == "DONE" and res["cleanup_status"] == "completed"
     batch = orch.cleanup_orphans(report)
     assert batch["cleanup_status"] == "completed" and not world.cloud.captures

@@ -101,6 +101,16 @@ class SlackHarness:
             if retry else None
         return self.dispatch(sign(body, "application/json", extra=extra))
 
+    def prompt_value(self, inv: Any) -> str:
+        """What the newest Continue / Done (Extend / Generate RCA) buttons carry: the session
+        id and the prompt's key, as a click sends it."""
+        for message in reversed(self.fake.thread(CHANNEL, str(inv.thread_ref))):
+            for block in message.get("blocks") or []:
+                if block.get("type") == "actions" and \
+                        str(block.get("block_id", "")).startswith("prompt:"):
+                    return str(block["elements"][0]["value"])
+        raise AssertionError("no open prompt in the thread")
+
     def only_investigation(self) -> Any:
         (inv,) = self.store.list_investigations()
         return inv

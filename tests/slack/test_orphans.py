@@ -123,8 +123,9 @@ def test_partial_cleanup_is_recorded_as_manual_cleanup_pending(
     runtime = slack.services.runtime
     runtime.store.change_conversation_ref(inv.session_id, lambda ref: ref["orphans"].update(
         rows=[["partially cleaned", "ghost_t1"]], status={"ghost_t1": "manual"}))
-    slack.click(blocks.CONTINUE, inv.session_id, REQUESTER)
-    slack.submit(blocks.CONTINUE_VIEW, inv.session_id, REQUESTER, {"instruction": "go on"})
+    slack.click(blocks.CONTINUE, slack.prompt_value(inv), REQUESTER)
+    metadata = slack.fake.called("views.open")[-1].args["view"]["private_metadata"]
+    slack.submit(blocks.CONTINUE_VIEW, metadata, REQUESTER, {"instruction": "go on"})
     slack.worker.run_until_idle()        # merged under the worker's lease, then advanced
     state = slack.store.get_investigation(inv.session_id).state
     assert state["manual_cleanup_pending"] == ["ghost_t1"]

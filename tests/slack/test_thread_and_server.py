@@ -51,7 +51,7 @@ def test_text_answer_offers_continue_and_done_and_a_mention_continues(
     assert len(fake_gemini.requests) == 2      # the retry did not add a second instruction
     # Done writes the RCA
     prompt = slack.fake.thread(CHANNEL, inv.thread_ref)[-1]
-    slack.click(blocks.DONE, inv.session_id, APPROVER, message_ts=prompt["ts"])
+    slack.click(blocks.DONE, slack.prompt_value(inv), APPROVER, message_ts=prompt["ts"])
     assert "Done — writing the RCA" in str(slack.fake.message(CHANNEL, prompt["ts"])["blocks"])
     slack.worker.run_until_idle()
     assert slack.store.get_investigation(inv.session_id).status == "completed"
@@ -61,15 +61,19 @@ def test_text_answer_offers_continue_and_done_and_a_mention_continues(
 def test_continue_modal_sends_the_instruction(slack: SlackHarness, fake_gemini: Any) -> None:
     fake_gemini.enqueue(text_turn("Should I look at DNS?"), complete())
     inv = start(slack)
-    slack.click(blocks.CONTINUE, inv.session_id, REQUESTER)
+    slack.click(blocks.CONTINUE, slack.prompt_value(inv), REQUESTER)
     view = slack.fake.called("views.open")[-1].args["view"]
     assert view["callback_id"] == blocks.CONTINUE_VIEW
-    slack.submit(blocks.CONTINUE_VIEW, inv.session_id, REQUESTER, {"instruction": "yes, DNS"})
+    metadata = view["private_metadata"]
+    assert metadata.startswith(f"{inv.session_id}|awaiting_user:")
+    slack.submit(blocks.CONTINUE_VIEW, metadata, REQUESTER, {"instruction": "yes, DNS"})
     slack.worker.run_until_idle()
     assert fake_gemini.requests[1].contents[-1]["parts"][0]["text"] == "yes, DNS"
-    # a second Continue on the stale prompt is told it is not waiting
-    slack.submit(blocks.CONTINUE_VIEW, inv.session_id, REQUESTER, {"instruction": "again"})
-    assert "not waiting" in slack.fake.ephemerals(REQUESTER)[-1]
+    # a second Continue on the answered prompt is told who answered it; nothing is sent
+    slack.submit(blocks.CONTINUE_VIEW, metadata, REQUESTER, {"instruction": "again"})
+    told = slack.fake.ephemerals(REQUESTER)[-1]
+    assert told.startswith("This prompt was already answered: Continued by <@UREQ> at ")
+    assert len(fake_gemini.requests) == 2
 
 
 def test_gemini_outage_is_posted_with_what_to_do(slack: SlackHarness, fake_gemini: Any) -> None:

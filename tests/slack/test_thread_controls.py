@@ -31,15 +31,15 @@ def test_only_channel_members_press_the_prompt_buttons(slack: SlackHarness,
     fake_gemini.enqueue(text_turn("Which resource group?"))
     inv = start(slack)
     prompt = _prompt(slack, inv)
-    slack.click(blocks.DONE, inv.session_id, OUTSIDER, message_ts=prompt["ts"])
+    slack.click(blocks.DONE, slack.prompt_value(inv), OUTSIDER, message_ts=prompt["ts"])
     assert "Only members of this incident channel" in slack.fake.ephemerals(OUTSIDER)[-1]
-    slack.click(blocks.CONTINUE, inv.session_id, OUTSIDER)
+    slack.click(blocks.CONTINUE, slack.prompt_value(inv), OUTSIDER)
     assert not slack.fake.called("views.open")
     after = slack.store.get_investigation(inv.session_id)
     assert after.status == "awaiting_user" and after.engine_state["phase"] == "awaiting_user"
     assert blocks.DONE in str(slack.fake.message(CHANNEL, prompt["ts"])["blocks"])
     # any member may (the requester too: steering runs nothing by itself)
-    slack.click(blocks.DONE, inv.session_id, REQUESTER, message_ts=prompt["ts"])
+    slack.click(blocks.DONE, slack.prompt_value(inv), REQUESTER, message_ts=prompt["ts"])
     assert slack.store.get_investigation(inv.session_id).status == "queued"
 
 
@@ -51,14 +51,14 @@ def test_with_approvers_only_the_requester_and_approvers_steer(
     fake_gemini.enqueue(text_turn("Which resource group?"))
     inv = start(slack)
     prompt = _prompt(slack, inv)
-    slack.click(blocks.DONE, inv.session_id, OTHER_MEMBER, message_ts=prompt["ts"])
+    slack.click(blocks.DONE, slack.prompt_value(inv), OTHER_MEMBER, message_ts=prompt["ts"])
     assert "configured Ghost approvers" in slack.fake.ephemerals(OTHER_MEMBER)[-1]
     event = {"type": "app_mention", "user": OTHER_MEMBER, "channel": CHANNEL,
              "text": "<@UGHOST> stop", "ts": "1700000011.000001", "thread_ts": inv.thread_ref}
     slack.event(event, "EvSteer")
     assert "configured Ghost approvers" in slack.fake.ephemerals(OTHER_MEMBER)[-1]
     assert slack.store.get_investigation(inv.session_id).status == "awaiting_user"
-    slack.click(blocks.DONE, inv.session_id, APPROVER, message_ts=prompt["ts"])
+    slack.click(blocks.DONE, slack.prompt_value(inv), APPROVER, message_ts=prompt["ts"])
     assert slack.store.get_investigation(inv.session_id).status == "queued"
 
 

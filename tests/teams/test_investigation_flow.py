@@ -71,9 +71,11 @@ def test_mention_to_rca_with_a_second_engineers_approval(teams: TeamsHarness,
     prompt_id = inv.conversation_ref["teams_prompt_id"]
     prompt = teams.current(prompt_id).attachments[0].content
     assert [a["title"] for a in prompt["actions"]] == ["Continue…", "Done — write the RCA"]
-    answered = teams.click(cards.CONTINUE, {"session_id": inv.session_id,
-                                            "kind": "awaiting_user",
-                                            "instruction": "check the NSG first"}, REQUESTER)
+    data = prompt["actions"][0]["card"]["actions"][0]["data"]   # Continue's, with its key
+    assert data == {"session_id": inv.session_id, "kind": "awaiting_user",
+                    "key": "awaiting_user:3"}
+    answered = teams.click(cards.CONTINUE, {**data, "instruction": "check the NSG first"},
+                           REQUESTER)
     assert "Continued by Rea Quester" in str(answered["body"])
     assert teams.current(prompt_id).attachments[0].content == answered
 

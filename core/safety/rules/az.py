@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Final
+from urllib.parse import unquote
 
 from core.safety.rules.base import Context, risky
 from core.safety.verdict import Verdict, make_verdict
@@ -20,20 +21,32 @@ _READ_PREFIXES: Final = ("list-", "show-", "get-", "test-")
 _SECRET_PARTS: Final = frozenset({
     "key", "keys", "secret", "secrets", "credential", "credentials", "creds", "sas", "password",
     "passwords", "token", "tokens", "publishing", "appsettings", "auth", "connstr", "kubeconfig",
-    "sig", "signature",
+    "sig", "signature", "callback",
 })
-_SECRET_SUBSTRINGS: Final = ("connection-string", "connectionstring", "app-settings")
+_SECRET_SUBSTRINGS: Final = ("connection-string", "connectionstring", "app-settings",
+                             "device-config-script", "boot-log")
 #: (group words, word) pairs whose reads return keys although no word says so: IoT Hub and DPS
 #: shared access policies carry primaryKey/secondaryKey, App Configuration key-values are the
 #: application's configuration (connection strings included).
+#: IoT Hub device and module identities carry their symmetric keys; App Service hybrid
+#: connections their sendKeyValue; a VPN client's URL and a connected registry's settings are
+#: SAS- or password-bearing.
 _SECRET_PAIRS: Final = (("iot", "policy"), ("dps", "policy"), ("appconfig", "kv"),
-                        ("appconfig", "feature"), ("webapp", "config"), ("functionapp", "config"))
+                        ("appconfig", "feature"), ("webapp", "config"), ("functionapp", "config"),
+                        ("iot", "device-identity"), ("iot", "module-identity"),
+                        ("webapp", "hybrid-connection"), ("functionapp", "hybrid-connection"),
+                        ("appservice", "hybrid-connection"), ("vpn-client", "show-url"),
+                        ("connected-registry", "get-settings"))
+#: Read-looking verbs that change state: `storage message get` dequeues the messages it returns
+#: (they turn invisible and count towards the poison-queue limit).
+_STATEFUL_READS: Final = (("message", "get"),)
 #: Words inside resource IDs and action names that reach secret-returning ARM endpoints
 #: (`az resource show --ids .../config/appsettings`, `invoke-action --action listKeys`).
 _SECRET_ID_WORDS: Final = ("listkeys", "listkey", "appsettings", "connectionstrings",
                            "publishingcredentials", "listsecrets", "listcredential",
                            "regeneratekey", "listconnectionstrings", "listaccountsas",
-                           "listservicesas", "/secrets/", "/config/", "getsecrets")
+                           "listservicesas", "/secrets/", "/config/", "getsecrets",
+                           "listcallbackurl", "userdata", "user-data")
 _MUTATING: Final = frozenset({
     "create", "update", "delete", "set", "start", "stop", "restart", "deallocate", "add",
     "remove", "reset", "purge", "recover", "import", "export", "upload", "download", "invoke",
@@ -51,7 +64,7 @@ _SECRET_OPTION_MARKERS: Final = ("password", "secret", "sas-token", "account-key
 _SECRET_OPTION_NAMES: Final = frozenset({"--key", "-p", "--value"})
 _SECRET_VALUE_OPTIONS: Final = ("--show-values", "--show-secrets", "--include-secrets",
                                 "--with-secrets", "--reveal", "--show-keys",
-                                "--include-keys", "--expose")
+                                "--include-keys", "--expose", "--include-full-endpoint-url")
 
 
 def _az_read(argv: tuple[str, ...], what: str) -> Verdict:
@@ -62,7 +75,7 @@ def _az_read(argv: tuple[str, ...], what: str) -> Verdict:
 def _secret_path(path: list[str]) -> str | None:
     for group, word in _SECRET_PAIRS:
         if group in path and word in path[path.index(group) + 1:] and not (
-                group in ("webapp", "functionapp") and not _config_secret(path)):
+                word == "config" and not _config_secret(path)):
             return word
     for word in path:
         if any(s in word for s in _SECRET_SUBSTRINGS):
@@ -80,7 +93,7 @@ def _config_secret(path: list[str]) -> bool:
 
 def _check_options(opts: list[str], argv: tuple[str, ...]) -> Verdict | None:
     for word in opts:
-        low = word.lower()
+        low = unquote(word).lower()
         if any(s in low for s in _SECRET_ID_WORDS):
             return risky("T2.az_secret_read", argv, f"az argument {word[:60]!r} names an "
                          "endpoint that returns keys, secrets or settings.")
@@ -133,7 +146,8 @@ def classify_az(argv: tuple[str, ...], ctx: Context) -> Verdict:
         return risky("T2.az_secret_read", argv, f"az {' '.join(path)}: '{secret}' returns or "
                      "handles keys, secrets, SAS tokens, connection strings or credentials.")
     verb = path[-1]
-    if verb in _MUTATING:
+    if verb in _MUTATING or any(len(path) >= 2 and (path[-2], verb) == pair
+                                for pair in _STATEFUL_READS):
         return risky("T2.az_mutating_verb", argv, f"Tier 2: Azure verb '{verb}' changes state "
                      "(or moves data); an engineer must approve it.")
     if len(path) < 2 or not (verb in _READ_VERBS or verb.startswith(_READ_PREFIXES)):
