@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from bot.chat.notifier import ChatNotifier
 from bot.chat.ports import ChatPort, Thread
-from core.engine.startup import OrphanBuckets, classify_orphans, clean_up
+from core.engine.startup import OrphanBuckets, classify_orphans, clean_up, orphan_path
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,7 @@ class _Recorder:
     for which approval."""
 
     def __init__(self, orchestrator: Any) -> None:
-        cleaner = getattr(orchestrator, "orphan_cleaner", None)
-        self.orchestrator = cleaner() if callable(cleaner) else orchestrator
+        self.orchestrator = orphan_path(orchestrator)
         self.waiting: dict[str, dict[str, Any]] = {}
 
     def _note(self, result: dict[str, Any], names: list[str]) -> dict[str, Any]:

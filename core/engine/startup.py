@@ -68,6 +68,13 @@ class CleanupSummary:
     manual_cleanup_pending: list[str] = field(default_factory=list)
 
 
+def orphan_path(orchestrator: Any) -> Orchestrator:
+    """The orchestrator's orphan-cleanup path when it has one (``orphan_cleaner``): a person
+    chose Clean up, so it may act on ended investigations' tasks, which the model may not."""
+    cleaner = getattr(orchestrator, "orphan_cleaner", None)
+    return cleaner() if callable(cleaner) else orchestrator  # type: ignore[no-any-return]
+
+
 def clean_up(orchestrator: Orchestrator, buckets: OrphanBuckets,
              only: set[str] | None = None) -> CleanupSummary:
     """Step 8: cleanup_task per registry orphan; untracked captures and files in one batch.
@@ -76,6 +83,7 @@ def clean_up(orchestrator: Orchestrator, buckets: OrphanBuckets,
     was already partially cleaned goes on the manual list.
     """
     summary = CleanupSummary()
+    orchestrator = orphan_path(orchestrator)
     for task in buckets.abandoned_tasks + buckets.needs_cleanup + buckets.partially_cleaned:
         task_id = str(task.get("task_id"))
         if only is not None and task_id not in only:
