@@ -72,10 +72,9 @@ _AZ_LOGIN_P_RE: Final = re.compile(
     r"(?i)\baz[ \t]+(?:login|acr[ \t]+login|(?:vm|vmss)[ \t]+user[ \t]+[a-z-]{1,20})\b"
     r"[^\r\n]{0,400}?[ \t]-p[ \t]+(?P<s>\S{1,1024})")
 _KV_RE: Final = re.compile(
-    r"(?i)(?:password|passwd|passphrase|pwd|pass|secret|token|keyvalue|key|credential|"
-    r"connectionstring|"
-    r"connection_string|auth|sig|pat|psk|primary|secondary)(?:s|[-_]?[0-9])?(?P<q>[\"']?)"
-    r"[ \t]{0,3}(?::=|=>|%3[Dd]|[:=])[ \t]{0,3}"
+    r"(?i)(?:pass(?:word|wd|phrase)?|pwd|secret|token|key(?:value)?|credential|"
+    r"connection_?string|auth|sig|pat|psk|primary|secondary)(?:s|[-_]?[0-9])?(?P<q>[\"']?)"
+    r"[ \t]{0,3}(?:[:=][=>]?|%3[Dd])[ \t]{0,3}"
     r"(?P<v>\"(?P<dq>(?:[^\"\\\r\n]|\\.){0,4096})\""
     r"|'(?P<sq>[^'\r\n]{0,4096})'|(?P<bare>[^\s\"',;&}<>)\]=:(][^\s\"',;&}<>)\]]{0,4095}))")
 _WORD_HEAD_RE: Final = re.compile(r"[A-Za-z_]+")

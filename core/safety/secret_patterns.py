@@ -103,7 +103,7 @@ TOKEN_PATTERNS: Final[tuple[TokenPattern, ...]] = (
         r"(?<![A-Za-z0-9_-])SK[0-9a-f]{32}(?![A-Za-z0-9_-])")),
     # Discord bot tokens: base64(user id).timestamp.hmac
     TokenPattern("api_token", ("m", "n", "o"), re.compile(
-        r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
+        r"[MNO](?<![A-Za-z0-9_.-][MNO])[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
         r"(?![A-Za-z0-9_.-])")),
     # Telegram bot tokens: bot id:secret (also inside api.telegram.org/bot<id>:<secret>/)
     TokenPattern("api_token", (":aa",), re.compile(
@@ -151,8 +151,8 @@ TOKEN_PATTERNS: Final[tuple[TokenPattern, ...]] = (
         r"(?i)(?<=[?&#])code=(?P<s>[A-Za-z0-9_%/+=.~-]{20,1024})"), _has_digit),
     # curl -u u:p, -uu:p, -su u:p, --user=u:p, --proxy-user u:p, -U u:p (not uid:gid)
     TokenPattern("cli_password", ("-u", "u ", "u\t", "-proxy-user"), re.compile(
-        r"(?<![A-Za-z0-9_-])(?:--(?:proxy-)?user(?:=|[ \t]{1,5})|-[A-Za-z]{0,6}[uU][ \t]{1,5}"
-        r"|-[uU])[\"']?(?![0-9]{1,10}:[0-9]{1,10}(?:[\s\"']|$))[^\s:\"'=]{1,256}:"
+        r"-(?<![A-Za-z0-9_-]-)(?:-(?:proxy-)?user(?:=|[ \t]{1,5})|[A-Za-z]{0,6}[uU][ \t]{1,5}"
+        r"|[uU])[\"']?(?![0-9]{1,10}:[0-9]{1,10}(?:[\s\"']|$))[^\s:\"'=]{1,256}:"
         r"(?P<s>[^\s\"']{1,1024})")),
     TokenPattern("netrc_password", ("machine",), re.compile(
         r"(?i)\bmachine[ \t]+\S{1,253}[ \t\r\n]+(?:login[ \t]+\S{1,256}[ \t\r\n]+)?"

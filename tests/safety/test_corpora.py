@@ -19,13 +19,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.safety import classify, redact
+from tests.fakes.timing import assert_linear
 
 HERE = Path(__file__).parent
 RANK = {"SAFE": 0, "RISKY": 1, "FORBIDDEN": 2}
@@ -132,7 +132,5 @@ MEGABYTE_COMMANDS = [
 @pytest.mark.parametrize("command", MEGABYTE_COMMANDS,
                          ids=[repr(c[:12]) for c in MEGABYTE_COMMANDS])
 def test_megabyte_command_is_classified_quickly_and_never_safe(command: str) -> None:
-    start = time.perf_counter()
-    verdict = classify(command)
-    assert time.perf_counter() - start < 3.0
-    assert verdict.classification != "SAFE"
+    assert_linear(classify, command)
+    assert classify(command).classification != "SAFE"

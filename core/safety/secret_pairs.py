@@ -1,0 +1,104 @@
+"""Secrets that sit in a structure rather than behind their own name, found per structure.
+
+- `<add key="DbPassword" value="..."/>`, `<parameter name="adminPassword" value="..."/>`:
+  .NET configuration and publish settings, where the name and the value are two attributes;
+- Kubernetes and compose env lists in YAML: `- name: DB_PASSWORD` then `value: ...`;
+- JSON whose value starts on the line after its name (`"password":` NEWLINE `"..."`);
+- an AWS secret access key printed beside its key id (credentials CSV, `aws configure`);
+- `user:password` piped into chpasswd, `net user NAME PASSWORD`.
+
+The same rules as `redact`: linear-time patterns that start at a literal, bounded windows,
+and decisions about names made by `secret_names`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Final
+
+from core.safety.secret_names import credential_like, kv_secret, looks_empty, setting_name
+
+_ATTR_PAIR_RE: Final = re.compile(
+    r"(?i)(?<![A-Za-z0-9_-])(?:key|name)[ \t]{0,3}=[ \t]{0,3}(?P<qa>[\"'])"
+    r"(?P<n>[^\"'\r\n<>]{1,200})(?P=qa)[ \t\r\n]{1,40}value[ \t]{0,3}=[ \t]{0,3}(?P<qb>[\"'])"
+    r"(?P<s>[^\"'\r\n<>]{1,4096})(?P=qb)")
+_YAML_PAIR_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9_-])name:[ \t]{0,5}(?P<qa>[\"']?)(?P<n>[A-Za-z0-9_.-]{1,100})(?P=qa)"
+    r"[ \t]{0,20}\r?\n[ \t]{0,40}(?:-[ \t]{1,5})?value:[ \t]{0,5}"
+    r"(?:\"(?P<s>[^\"\r\n]{1,4096})\"|'(?P<s2>[^'\r\n]{1,4096})'|(?P<s3>[^\s#\"'][^\r\n]{0,4095}))")
+_JSON_NEWLINE_RE: Final = re.compile(
+    r"\"(?P<n>[^\"\\\r\n]{1,100})\"[ \t]{0,3}:[ \t]{0,3}\r?\n[ \t]{0,40}"
+    r"\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
+_AWS_MARK: Final = "[REDACTED:aws_access_key_id]"
+_AWS_SECRET_RE: Final = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_CHPASSWD_RE: Final = re.compile(
+    r"(?<![\w-])[A-Za-z_][A-Za-z0-9_.-]{0,31}:(?P<s>[^\s\"':|]{1,256})"
+    r"(?=[\"']?[ \t]{0,5}\|[ \t]{0,5}(?:sudo[ \t]{1,5})?chpasswd)")
+_NET_USER_RE: Final = re.compile(
+    r"(?i)(?<![\w-])net[ \t]{1,5}user[ \t]{1,5}(?:\"[^\"\r\n]{1,64}\"|[^\s/\"]{1,64})[ \t]{1,5}"
+    r"(?:\"(?P<s>[^\"\r\n]{1,256})\"|(?P<s2>[^\s/*\"][^\s]{0,255}))")
+
+
+def _mark(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
+    for group in ("s", "s2", "s3"):
+        if group in match.re.groupindex and match.group(group) is not None:
+            return match.start(group), match.end(group), match.group(group)
+    raise AssertionError("every pattern here sets a value group")  # pragma: no cover
+
+
+def _replace(match: re.Match[str], counts: Counter[str], kind: str) -> str:
+    start, end, _ = _value_span(match)
+    counts[kind] += 1
+    whole = match.group(0)
+    return whole[: start - match.start()] + _mark(kind) + whole[end - match.start():]
+
+
+def _setting_value_secret(name: str, value: str) -> bool:
+    value = value.strip()
+    if looks_empty(value) or "[REDACTED:" in value or not setting_name(name):
+        return False
+    # KEYVAULT_URI=https://kv.vault.azure.net/ names a vault; a URL with user info or a query may
+    # carry a credential
+    return not (value.startswith(("http://", "https://")) and not any(c in value for c in "@?"))
+
+
+def redact_pairs(text: str, lower: str, counts: Counter[str]) -> str:
+    """Apply every structural pass whose cheap needle occurs in `lower`."""
+    if "value=" in lower or "value =" in lower:
+        text = _ATTR_PAIR_RE.sub(
+            lambda m: _replace(m, counts, "secret_value")
+            if _setting_value_secret(m.group("n"), m.group("s")) else m.group(0), text)
+    if "name:" in lower and "value:" in lower:
+        text = _YAML_PAIR_RE.sub(
+            lambda m: _replace(m, counts, "secret_value")
+            if _setting_value_secret(m.group("n"), _value_span(m)[2]) else m.group(0), text)
+    if '":\n' in text or '": \n' in text or '":\r\n' in text or '": \r\n' in text:
+        text = _JSON_NEWLINE_RE.sub(
+            lambda m: _replace(m, counts, "secret_value")
+            if kv_secret(m.group("n"), m.group("s")) and "[REDACTED:" not in m.group("s")
+            else m.group(0), text)
+    if _AWS_MARK in text:
+        lines = text.split("\n")
+        for index, line in enumerate(lines):
+            if _AWS_MARK in line:
+                lines[index] = _AWS_SECRET_RE.sub(
+                    lambda m: _count(counts, "aws_secret_key")
+                    if credential_like(m.group(0)) else m.group(0), line)
+        text = "\n".join(lines)
+    if "chpasswd" in lower:
+        text = _CHPASSWD_RE.sub(lambda m: _replace(m, counts, "cli_secret"), text)
+    if "net user" in lower or "net\tuser" in lower:
+        text = _NET_USER_RE.sub(
+            lambda m: _replace(m, counts, "cli_secret")
+            if not looks_empty(_value_span(m)[2]) else m.group(0), text)
+    return text
+
+
+def _count(counts: Counter[str], kind: str) -> str:
+    counts[kind] += 1
+    return _mark(kind)
