@@ -365,7 +365,8 @@ class Analyzer:
                                 # tshark's iRTT (the out-of-order horizon): the last SYN to the
                                 # first segment with ACK and without SYN, from either side, whether
                                 # or not a SYN-ACK was seen.
-                                conv[2] = ts - conv[3]
+                                # a negative one (timestamps going backwards) has no limit
+                                conv[2] = ts - conv[3] if ts >= conv[3] else 1 << 62
                             if not flow[19] and conv[5] and conv[5] != d + 1:
                                 # handshake RTT for the report: SYN, SYN-ACK, then the ACK of it
                                 flow[19] = ts

@@ -166,9 +166,10 @@ def analyze(
         if window == 0 and not sfr:
             ta = 0x20  # ZERO_WINDOW
         # Previous segment not captured: this one starts beyond the next expected byte.
-        if nextseq_f and not th & 0x04 and (nextseq_f - seq) & 0xFFFFFFFF >= 0x80000000:
-            ta |= 0x2  # LOST_SEGMENT
-            fwd[12] = 1
+        if nextseq_f and (nextseq_f - seq) & 0xFFFFFFFF >= 0x80000000:
+            if not th & 0x04:
+                ta |= 0x2  # LOST_SEGMENT
+            fwd[12] = 1  # also after a RST, which is not flagged (tshark 4.0, measured)
         if seglen <= 1:
             # Keep-alive: 0 or 1 byte starting one byte before the next expected sequence.
             if seq == (nextseq_f - 1) & 0xFFFFFFFF and not sfr:
@@ -202,9 +203,9 @@ def analyze(
             rev[3] = rev[1]
         if (rev[1] - ack) & 0xFFFFFFFF >= 0x80000000:
             # beyond anything the peer was seen to send, reported or not: see FAST_PRIMED
-            # (not when the peer showed a gap: measured in tshark 4.0)
-            rev[9] = 0
+            # (nothing changes when the peer showed a gap: measured in tshark 4.0)
             if maxseq_r == rev[1]:
+                rev[9] = 0
                 rev[13] = 1
 
     if in_order:

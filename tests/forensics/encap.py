@@ -133,3 +133,27 @@ def fragmented(w: PcapWriter, size: int, reverse: bool = False) -> PcapWriter:
         for i, f in enumerate(reversed(frags) if reverse else frags):
             out.add(ts + i * 1000, f, len(f))
     return out
+
+
+def to_ipv6(w: PcapWriter, ext: bool = False) -> PcapWriter:
+    """IPv4 Ethernet frames as IPv6 (addresses mapped into 2001::/16), the transport unchanged.
+
+    With ``ext`` every datagram also carries a hop-by-hop and a destination-options header.
+    """
+    out = PcapWriter(linktype=w.linktype, nanosecond=w.nanosecond, snaplen=w.snaplen)
+    for ts, data, _wire in w.packets:
+        if not _is_v4(data):
+            out.add(ts, data, len(data))
+            continue
+        ip = data[14:]
+        body = ip[(ip[0] & 15) * 4:]
+        nh = ip[9]
+        if ext:
+            pad = b"\x01\x04\x00\x00\x00\x00"  # PadN: 8-byte headers
+            body = bytes([60, 0]) + pad + bytes([nh, 0]) + pad + body
+            nh = 0
+        src, dst = b"\x20\x01" + bytes(10) + ip[12:16], b"\x20\x01" + bytes(10) + ip[16:20]
+        new = (data[:12] + b"\x86\xdd"
+               + struct.pack("!IHBB16s16s", 0x60000000, len(body), nh, 64, src, dst) + body)
+        out.add(ts, new, len(new))
+    return out
