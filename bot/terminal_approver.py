@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import getpass
 import textwrap
-from typing import Any, TextIO
+from typing import TextIO
 
 from bot.terminal import Prompter
 from core.safety.approval import ApprovalRequest, Decision
-from core.safety.redact import redact
 
 WIDTH = 69  # inner width of the box, as in the spec's console design
 
@@ -23,18 +22,6 @@ def local_user() -> str:
         return getpass.getuser()
     except Exception:  # noqa: BLE001 - no passwd entry in a container
         return "local-user"
-
-
-def request_view(approval: Any) -> ApprovalRequest:
-    """A stored approval request (``storage.ApprovalView``) as the alert box shows it."""
-    return ApprovalRequest(
-        approval_id=approval.approval_id, session_id=approval.session_id,
-        command=redact(approval.command), classification=approval.classification,
-        tier=approval.tier, rule=approval.rule,
-        reason=str((approval.context or {}).get("reason") or ""),
-        reasoning=approval.reasoning, environment=approval.environment,
-        requested_by=approval.requested_by, expires_at=approval.expires_at,
-        modified_by=approval.modified_by, replaces_approval_id=approval.replaces_approval_id)
 
 
 def _row(label: str, text: str) -> list[str]:

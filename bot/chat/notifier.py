@@ -80,13 +80,12 @@ class ChatNotifier:
             port.post_text(inv, task_line(name, result), notice=True)
         self.refresh_status(session_id)
 
-    def _ran(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> Mapping[str, Any]:
+    @staticmethod
+    def _ran(args: Mapping[str, Any], result: Mapping[str, Any]) -> Mapping[str, Any]:
         """The model's arguments, with the command that really ran: after a Modify that is
-        the engineer's edit (in the audit record), not what the model asked for."""
-        if result.get("action") != "user_modified" or not result.get("audit_id"):
-            return args
-        record = self.store.audit_record(str(result["audit_id"])) or {}
-        return {**args, "command": record.get("command") or args.get("command")}
+        the engineer's edit (the result names it), not what the model asked for."""
+        ran = result.get("command")
+        return {**args, "command": ran} if ran else args
 
     def approval_pending(self, session_id: str, name: str, args: Mapping[str, Any],
                          result: Mapping[str, Any]) -> None:

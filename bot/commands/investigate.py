@@ -149,9 +149,8 @@ def _resume(store: object, engine: object, session_id: str, prompter: Prompter, 
 
 def _decide_open_approval(engine: object, store: object, approval_id: str | None) -> bool:
     """Ask again for a request that is still pending; False when there is nothing to ask."""
-    from bot.terminal_approver import request_view
     from core.engine.loop import Engine
-    from core.safety.shell import ST_PENDING, SafeExecShell
+    from core.safety.shell import ST_PENDING, SafeExecShell, request_view
     from storage.store import Store
 
     assert isinstance(engine, Engine) and isinstance(store, Store)

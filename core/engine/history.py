@@ -36,18 +36,6 @@ def stored_response(name: str, call_id: str | None, result: Mapping[str, Any],
     return {"functionResponse": part}
 
 
-def shell_response(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The Tool 1 response the model sees for a ``command`` audit record.
-
-    An edited command (``user_modified``) also names the command that really ran: without it
-    the model would read the output as the result of the command it asked for.
-    """
-    response = response_from_record(record)
-    if record.get("action") == "user_modified" and record.get("command"):
-        response["command"] = record["command"]
-    return response
-
-
 def _rebuild_part(part: Mapping[str, Any],
                   audit: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     fr = part.get("functionResponse")
@@ -57,7 +45,7 @@ def _rebuild_part(part: Mapping[str, Any],
     ref = body.pop(AUDIT_REF, None)
     if ref is not None:
         record = audit.get(str(ref))
-        rebuilt = shell_response(record) if record else {
+        rebuilt = response_from_record(record) if record else {
             "status": "error", "error": "audit_record_missing", "audit_id": ref,
             "output": "", "stderr": "The audit record of this command is missing."}
         meta = body.get("_meta")

@@ -20,12 +20,13 @@ from typing import Any
 
 from core.engine import hypotheses as hyp
 from core.engine.brain import Brain, BrainError, ModelReply
-from core.engine.history import rebuild, shell_response, stored_response, user_text
+from core.engine.history import rebuild, stored_response, user_text
 from core.engine.ports import EngineStore, Notifier, NullNotifier, Orchestrator, Shell
 from core.engine.prompt import build_system_prompt
 from core.engine.tools import TOOL_DECLARATIONS
 from core.errors import GhostError
 from core.safety.redact import redact
+from core.safety.responses import response_from_record
 from core.session_state import iso_utc, utc_now
 
 MAX_LOOP_TURNS = 50
@@ -247,8 +248,6 @@ class Engine:
                 self._save(sid, state, engine)
             result = self._run_tool(sid, name, args, waiting)
         pending["in_flight"] = None
-        if name == "run_shell_cmd" and result.get("action") == "user_modified":
-            result = self._as_recorded(sid, result)
         held = result.get("waiting_for_approval")
         if result.get("status") == PENDING or isinstance(held, Mapping):
             approval_id = result.get("approval_id") or (held or {}).get("approval_id")
@@ -282,7 +281,7 @@ class Engine:
                  if r.get("command") == command]
         outcomes = [r for r in newer if r.get("kind") == "command"]
         if outcomes:
-            return shell_response(outcomes[-1])
+            return response_from_record(outcomes[-1])
         requested = [r for r in newer if r.get("kind") == "approval"
                      and r.get("status") == "requested"]
         if requested:
@@ -308,14 +307,6 @@ class Engine:
             return None
         orchestrator = self.orchestrator_for(sid, self.shell_for(sid))
         return orchestrator.orchestrate({"intent": "check_task", "task_id": created[0]})
-
-    def _as_recorded(self, sid: str, result: dict[str, Any]) -> dict[str, Any]:
-        """The result as the model will see it (an edited command names what really ran)."""
-        audit_id = result.get("audit_id")
-        for record in self.store.audit_records(sid):
-            if record.get("audit_id") == audit_id and record.get("kind") == "command":
-                return result | {"command": shell_response(record).get("command")}
-        return result
 
     def _run_tool(self, sid: str, name: str, args: Mapping[str, Any],
                   waiting: Mapping[str, Any] | None) -> dict[str, Any]:

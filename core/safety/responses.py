@@ -33,6 +33,10 @@ def response_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
     }
     if record.get("denial_reason"):
         response["denial_reason"] = record["denial_reason"]
+    if record.get("action") == "user_modified" and record.get("command"):
+        # an edited command names what really ran: without it the output would be read as
+        # the result of the command that was asked for
+        response["command"] = record["command"]
     return response
 
 

@@ -71,6 +71,25 @@ class ShellLimits:
     max_tokens: int = 4000
 
 
+def request_view(approval: ApprovalRecord) -> ApprovalRequest:
+    """A stored approval request as an approver is shown it (the command redacted)."""
+    return ApprovalRequest(
+        approval_id=approval.approval_id,
+        session_id=approval.session_id,
+        command=redact(approval.command),
+        classification=approval.classification,
+        tier=approval.tier,
+        rule=approval.rule,
+        reason=str((approval.context or {}).get("reason") or ""),
+        reasoning=approval.reasoning,
+        environment=approval.environment,
+        requested_by=approval.requested_by,
+        expires_at=approval.expires_at,
+        modified_by=approval.modified_by,
+        replaces_approval_id=approval.replaces_approval_id,
+    )
+
+
 class SafeExecShell:
     """The only way the domain runs a command. One instance per investigation."""
 
@@ -279,7 +298,7 @@ class SafeExecShell:
 
     def _ask(self, approval: ApprovalRecord, *, call: CallFn | None = None) -> dict[str, Any]:
         try:
-            decision = self.approver.request(self._request_view(approval))
+            decision = self.approver.request(request_view(approval))
         except Exception as exc:  # noqa: BLE001 - an approver failure must fail closed
             decision = Decision.abandon("ghost", f"approver failed: {exc}")
         if decision is None:
@@ -317,7 +336,7 @@ class SafeExecShell:
             self.decide(successor.approval_id, Decision.approve(decision.actor))
         else:
             try:
-                answer = self.approver.request(self._request_view(successor))
+                answer = self.approver.request(request_view(successor))
             except Exception as exc:  # noqa: BLE001 - fail closed
                 answer = Decision.abandon("ghost", f"approver failed: {exc}")
             if answer is not None:
@@ -508,23 +527,6 @@ class SafeExecShell:
             if record.get("audit_id") == audit_id:
                 return response_from_record(record)
         raise KeyError(f"audit record {audit_id} is missing")
-
-    def _request_view(self, approval: ApprovalRecord) -> ApprovalRequest:
-        return ApprovalRequest(
-            approval_id=approval.approval_id,
-            session_id=approval.session_id,
-            command=redact(approval.command),
-            classification=approval.classification,
-            tier=approval.tier,
-            rule=approval.rule,
-            reason=str((approval.context or {}).get("reason") or ""),
-            reasoning=approval.reasoning,
-            environment=approval.environment,
-            requested_by=approval.requested_by,
-            expires_at=approval.expires_at,
-            modified_by=approval.modified_by,
-            replaces_approval_id=approval.replaces_approval_id,
-        )
 
     def _expired(self, approval: ApprovalRecord) -> bool:
         return approval.expires_at is not None and self.clock() >= approval.expires_at
