@@ -10,6 +10,9 @@ from __future__ import annotations
 
 MAX_PENDING = 4096
 MAX_DATAGRAM = 65535 + 8
+#: pieces one datagram may collect: a 64 KB datagram over a 576-byte MTU needs about 120;
+#: more is a flood of duplicates or slivers, and the datagram is given up
+MAX_PIECES = 256
 
 
 class Reassembler:
@@ -37,6 +40,10 @@ class Reassembler:
                 del self.pending[old]
                 self.totals.pop(old, None)
             pieces = self.pending[key] = []
+        if len(pieces) >= MAX_PIECES:
+            del self.pending[key]
+            self.totals.pop(key, None)
+            return None
         pieces.append((offset, length, bytes(buf[start:max(start, cap_end)])))
         if not more:
             self.totals[key] = offset + length

@@ -334,3 +334,22 @@ def test_reassembler_bounded_and_robust() -> None:
     assert r2.add(key, 8, 1, data, 0, 8, 8) is None
     got = r2.add(key, 0, 1, data, 0, 12, 12)
     assert got is not None and got[2] == 24 and got[1] == 24
+
+
+def test_a_flood_of_duplicate_fragments_stays_linear() -> None:
+    """Every piece after the last one re-sorts and re-scans the datagram: without a bound on
+    its pieces, duplicates made the packet loop quadratic (100k fragments: minutes)."""
+    from forensics.fragments import MAX_PIECES, Reassembler
+    from tests.fakes.timing import assert_linear
+
+    data = bytes(64)
+
+    def flood(text: str) -> None:
+        r = Reassembler()
+        key = (b"k", 17, 1)
+        r.add(key, 64, 0, data, 0, 8, 8)  # the last fragment: the total is known
+        for _ in range(len(text)):
+            r.add(key, 8, 1, data, 0, 8, 8)  # the first 8 bytes never arrive
+            assert len(r.pending.get(key, ())) <= MAX_PIECES
+
+    assert_linear(flood, "x" * 40_000)
