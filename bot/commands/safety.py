@@ -52,8 +52,8 @@ def _invalid(command: Any, error: str) -> dict[str, Any]:
 
 def _lines() -> Iterator[tuple[int, str]]:
     """(line number, text) for every non-blank stdin line, split on LF only, decoded leniently."""
-    for number, raw in enumerate(sys.stdin.buffer.read().split(b"\n"), start=1):
-        text = raw.decode("utf-8", errors="replace")
+    for number, raw in enumerate(sys.stdin.buffer, start=1):  # answered as each line comes
+        text = raw.removesuffix(b"\n").decode("utf-8", errors="replace")
         if text.strip():
             yield number, text.removesuffix("\r")
 
@@ -62,6 +62,7 @@ def _emit(record: dict[str, Any]) -> None:
     """One ASCII JSON line: non-ASCII is escaped, so U+2028, NEL or a lone surrogate in a
     command can neither break the line for a reader that splits on them nor fail to encode."""
     sys.stdout.buffer.write(json.dumps(record, ensure_ascii=True).encode("ascii") + b"\n")
+    sys.stdout.buffer.flush()  # a caller that writes a line and waits for its answer gets it
 
 
 def classify_command(args: argparse.Namespace) -> int:
@@ -70,10 +71,10 @@ def classify_command(args: argparse.Namespace) -> int:
     from core.safety.classify import classify
 
     data_dir = _data_dir()
-    v = classify(args.cmdline, data_dir=data_dir)
     if args.json:
         _emit(_verdict_json(args.cmdline, data_dir))
         return 0
+    v = classify(args.cmdline, data_dir=data_dir)
     print(f"{v.classification}  (tier {v.tier}, rule {v.rule})")
     print(f"  {v.reason}")
     what = {"SAFE": "Runs without asking.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,28 @@ def test_redact_jsonl_round_trip(tmp_path: Path) -> None:
     assert out[2]["text"] is None and "line 3" in str(out[2]["error"])
     assert out[3]["text"] is None
     assert out[4]["text"] == "\ud800"
+
+
+def test_each_line_is_answered_before_the_next_is_sent(tmp_path: Path) -> None:
+    """A runner that writes one line and waits for its answer (stdin still open) gets it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GHOST_")}
+    env["GHOST_DATA_DIR"] = str(tmp_path)
+    for args, line, key in (
+            (["classify", "--json", "-"], {"command": "ss -tln"}, "classification"),
+            (["redact", "--jsonl"], {"text": f"AccountKey={KEY}"}, "text")):
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", *args], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, env=env, cwd=tmp_path)
+        assert proc.stdin is not None and proc.stdout is not None
+        waiting = selectors.DefaultSelector()
+        waiting.register(proc.stdout, selectors.EVENT_READ)
+        try:
+            for _ in range(2):
+                proc.stdin.write(json.dumps(line).encode() + b"\n")
+                proc.stdin.flush()
+                assert waiting.select(timeout=30), "no answer while stdin stays open"
+                answer = json.loads(proc.stdout.readline())
+                assert key in answer and KEY not in json.dumps(answer)
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=30)
+        assert proc.returncode == 0
