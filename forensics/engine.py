@@ -6,6 +6,7 @@ import struct
 
 from .analyzer import Analyzer
 from .errors import CorruptCaptureError
+from .findings import UNDECODABLE_MARK, mostly_undecodable
 from .reader import open_capture
 
 
@@ -31,11 +32,11 @@ def analyze_capture(path: str) -> Analyzer:
 
 def _warn_undecodable(a: Analyzer) -> None:
     """Say so when most packets could not be decoded: 'no problem seen' would be a lie."""
-    if not a.packets or a.undecodable_packets * 2 < a.packets:
+    if not mostly_undecodable(a.packets, a.undecodable_packets):
         return
     types = ", ".join(str(t) for t in a.info.linktypes) or "unknown"
     a.info.warnings.append(
-        f"{a.undecodable_packets} of {a.packets} packets could not be decoded (link type "
+        f"{a.undecodable_packets} of {a.packets} {UNDECODABLE_MARK} (link type "
         f"{types}); the analysis covers only the rest. Re-capture on an Ethernet or Linux "
         "cooked interface, or convert the file (editcap) to a standard link type"
     )

@@ -20,6 +20,11 @@ MAX_EVIDENCE = 10
 UNDECODABLE_MARK = "packets could not be decoded"
 
 
+def mostly_undecodable(packets: int, undecodable: int) -> bool:
+    """Half or more of the packets could not be decoded: "no problem seen" would be a lie."""
+    return bool(packets) and undecodable * 2 >= packets
+
+
 def _f(fid: str, severity: str, title: str, detail: str, frames: list[int],
        action: str, bonus: float = 0.0) -> dict[str, Any]:
     return {
@@ -259,7 +264,7 @@ def build_findings(doc: dict[str, Any], a: Analyzer) -> list[dict[str, Any]]:
     _dns_findings(doc, out)
     _other_findings(doc, out)
     cap = doc["capture"]
-    if cap["packets"] and cap["undecodable_packets"] * 2 >= cap["packets"]:
+    if mostly_undecodable(cap["packets"], cap["undecodable_packets"]):
         out.append(_f("capture_undecodable", "medium",
                       f"{cap['undecodable_packets']} of {cap['packets']} packets could not be "
                       "decoded",

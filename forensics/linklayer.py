@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from .tunnels import PPP_TO_ETHERTYPE
+
 _failed: set[int] = set()
 
 
@@ -49,9 +51,6 @@ def fallback_l3_offset(linktype: int, data: bytes) -> int:
     return consumed if 0 <= consumed < len(data) else -1
 
 
-_PPP_PROTO = {0x0021: 0x0800, 0x0057: 0x86DD}  # also the 1-byte compressed form
-
-
 def known_l3(linktype: int, buf: bytes, off: int, end: int) -> tuple[int, int]:
     """(absolute offset of the network header, ethertype) for the link types decoded here.
 
@@ -63,9 +62,9 @@ def known_l3(linktype: int, buf: bytes, off: int, end: int) -> tuple[int, int]:
         if p + 2 > end:
             return -1, 0
         if buf[p] & 0x01:  # protocol field compressed to one byte
-            et = _PPP_PROTO.get(buf[p], 0)
+            et = PPP_TO_ETHERTYPE.get(buf[p], 0)
             return (p + 1, et) if et else (-1, 0)
-        et = _PPP_PROTO.get((buf[p] << 8) | buf[p + 1], 0)
+        et = PPP_TO_ETHERTYPE.get((buf[p] << 8) | buf[p + 1], 0)
         return (p + 2, et) if et else (-1, 0)
     if linktype == 104:  # Cisco HDLC: address, control, ethertype
         if end - off < 4:

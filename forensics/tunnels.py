@@ -13,7 +13,8 @@ from __future__ import annotations
 ETH_IPV4 = 0x0800
 ETH_IPV6 = 0x86DD
 _VLAN = (0x8100, 0x88A8, 0x9100)
-_PPP_TO_ETHERTYPE = {0x0021: ETH_IPV4, 0x0057: ETH_IPV6}
+#: PPP protocol numbers of IP (also the 1-byte compressed form on PPP links)
+PPP_TO_ETHERTYPE = {0x0021: ETH_IPV4, 0x0057: ETH_IPV6}
 NONE = (-1, 0)
 
 
@@ -21,12 +22,7 @@ def ethernet_inner(buf: bytes, p: int, end: int) -> tuple[int, int]:
     """An Ethernet frame at ``p`` (VLAN tags skipped): its network header and ethertype."""
     if p + 14 > end:
         return NONE
-    et = (buf[p + 12] << 8) | buf[p + 13]
-    p += 14
-    while et in _VLAN and p + 4 <= end:
-        et = (buf[p + 2] << 8) | buf[p + 3]
-        p += 4
-    return inner_by_ethertype(buf, p, end, et)
+    return inner_by_ethertype(buf, p + 14, end, (buf[p + 12] << 8) | buf[p + 13])
 
 
 def inner_by_ethertype(buf: bytes, p: int, end: int, et: int) -> tuple[int, int]:
@@ -55,7 +51,7 @@ def inner_by_ethertype(buf: bytes, p: int, end: int, et: int) -> tuple[int, int]
     if et == 0x8864:  # PPPoE session: 6-byte header, then the PPP protocol number
         if p + 8 > end:
             return NONE
-        inner = _PPP_TO_ETHERTYPE.get((buf[p + 6] << 8) | buf[p + 7], 0)
+        inner = PPP_TO_ETHERTYPE.get((buf[p + 6] << 8) | buf[p + 7], 0)
         return (p + 8, inner) if inner else NONE
     return NONE
 
