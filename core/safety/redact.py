@@ -32,10 +32,8 @@ from core.safety.secret_names import (
     secret_name,
     setting_name,
 )
-from core.safety.secret_pairs import redact_pairs
+from core.safety.secret_pairs import mark, redact_pairs, replace_value
 from core.safety.secret_patterns import PROGRAM_FLAGS, TOKEN_PATTERNS
-
-MARK: Final = "[REDACTED:{}]"
 
 
 @dataclass(frozen=True)
@@ -93,10 +91,6 @@ _SECRET_OBJECT_RE: Final = re.compile(
     r"\"(?P<n>[^\"\\\r\n{}]{1,100})\"[ \t]{0,5}:[ \t\r\n]{0,20}(?P<o>\{[^{}]{0,4096}\})")
 
 
-def _mark(kind: str) -> str:
-    return MARK.format(kind)
-
-
 def _spans(match: re.Match[str]) -> tuple[int, int] | None:
     """The span of the secret part of a match: group s, s2 or s3, else None (whole match)."""
     for group in ("s", "s2", "s3"):
@@ -116,7 +110,7 @@ def _redact_pem(text: str, counts: Counter[str]) -> str:
             break
         end = _PEM_END_RE.search(text, begin.end())
         out.append(text[pos:begin.start()])
-        out.append(_mark("private_key"))
+        out.append(mark("private_key"))
         counts["private_key"] += 1
         if end is None:
             pos = len(text)
@@ -133,7 +127,7 @@ def _token_replacer(kind: str, counts: Counter[str],
         span = _spans(match)
         if span is None:
             counts[kind] += 1
-            return _mark(kind)
+            return mark(kind)
         start, end = span[0] - match.start(), span[1] - match.start()
         value = whole[start:end]
         if ("[REDACTED:" in value or is_placeholder(value)
@@ -142,7 +136,7 @@ def _token_replacer(kind: str, counts: Counter[str],
         if looks_empty(value) and kind in ("authorization_header", "credential_header"):
             return whole
         counts[kind] += 1
-        return whole[:start] + _mark(kind) + whole[end:]
+        return whole[:start] + mark(kind) + whole[end:]
     return replace
 
 
@@ -189,10 +183,10 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
         if not kv_secret(name, value):
             return whole
         counts["secret_value"] += 1
-        mark = _mark("secret_value")
+        shown = mark("secret_value")
         if group == "bare" and match.group("q") == '"':
-            mark = f'"{mark}"'  # "password": 12345678901 stays valid JSON
-        return whole[:offset] + mark + whole[offset + len(value):]
+            shown = f'"{shown}"'  # "password": 12345678901 stays valid JSON
+        return whole[:offset] + shown + whole[offset + len(value):]
     return _KV_RE.sub(replace, text)
 
 
@@ -212,7 +206,7 @@ def _cli_pass(text: str, counts: Counter[str]) -> str:
             return match.group(0)
         counts["cli_secret"] += 1
         start = match.start("s") - match.start()
-        return match.group(0)[:start] + _mark("cli_secret")
+        return match.group(0)[:start] + mark("cli_secret")
     return _CLI_FLAG_RE.sub(replace, text)
 
 
@@ -251,7 +245,7 @@ def _storage_key_pass(text: str, counts: Counter[str]) -> str:
         if _DNS_CONTEXT_RE.search(context):
             return match.group(0)
         counts["storage_key"] += 1
-        return _mark("storage_key")
+        return mark("storage_key")
     return _STORAGE_KEY_RE.sub(replace, text)
 
 
@@ -274,9 +268,7 @@ def _json_pairs_pass(text: str, counts: Counter[str]) -> str:
                     return vm.group(0)  # KEYVAULT_URI and friends
             elif not (credential_like(v) and ("key" in body.lower() or "secret" in body.lower())):
                 return vm.group(0)
-            counts["secret_value"] += 1
-            start = vm.start("s") - vm.start()
-            return vm.group(0)[:start] + _mark("secret_value") + vm.group(0)[start + len(v):]
+            return replace_value(vm, counts, "secret_value")
         return _JSON_VALUE_RE.sub(value, body)
     return _JSON_OBJECT_RE.sub(fix, text)
 
@@ -291,9 +283,7 @@ def _secret_object_pass(text: str, counts: Counter[str]) -> str:
             v = vm.group("s")
             if looks_empty(v) or "[REDACTED:" in v:
                 return vm.group(0)
-            counts["secret_value"] += 1
-            start = vm.start("s") - vm.start()
-            return vm.group(0)[:start] + _mark("secret_value") + vm.group(0)[start + len(v):]
+            return replace_value(vm, counts, "secret_value")
         body = match.group("o")
         if '"value"' in body:  # an ARM parameter: only its value, not its "type"
             obj = _JSON_VALUE_RE.sub(value, body)
@@ -311,7 +301,7 @@ def _xml_pass(text: str, counts: Counter[str]) -> str:
         if not secret_name(match.group(1)) or looks_empty(match.group(2)):
             return match.group(0)
         counts["secret_value"] += 1
-        return f"<{match.group(1)}>{_mark('secret_value')}</{match.group(1)}>"
+        return f"<{match.group(1)}>{mark('secret_value')}</{match.group(1)}>"
     return _XML_RE.sub(replace, text)
 
 

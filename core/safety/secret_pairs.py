@@ -30,7 +30,6 @@ _YAML_PAIR_RE: Final = re.compile(
 _JSON_NEWLINE_RE: Final = re.compile(
     r"\"(?P<n>[^\"\\\r\n]{1,100})\"[ \t]{0,3}:[ \t]{0,3}\r?\n[ \t]{0,40}"
     r"\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
-_AWS_MARK: Final = "[REDACTED:aws_access_key_id]"
 _AWS_SECRET_RE: Final = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _CHPASSWD_RE: Final = re.compile(
     r"(?<![\w-])[A-Za-z_][A-Za-z0-9_.-]{0,31}:(?P<s>[^\s\"':|]{1,256})"
@@ -40,8 +39,15 @@ _NET_USER_RE: Final = re.compile(
     r"(?:\"(?P<s>[^\"\r\n]{1,256})\"|(?P<s2>[^\s/*\"][^\s]{0,255}))")
 
 
-def _mark(kind: str) -> str:
-    return f"[REDACTED:{kind}]"
+MARK: Final = "[REDACTED:{}]"
+
+
+def mark(kind: str) -> str:
+    """What stands where a secret was: ``[REDACTED:kind]``."""
+    return MARK.format(kind)
+
+
+AWS_MARK: Final = mark("aws_access_key_id")
 
 
 def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
@@ -51,11 +57,12 @@ def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
     raise AssertionError("every pattern here sets a value group")  # pragma: no cover
 
 
-def _replace(match: re.Match[str], counts: Counter[str], kind: str) -> str:
+def replace_value(match: re.Match[str], counts: Counter[str], kind: str) -> str:
+    """The match with its value group (s, s2 or s3) replaced by the mark, counted."""
     start, end, _ = _value_span(match)
     counts[kind] += 1
     whole = match.group(0)
-    return whole[: start - match.start()] + _mark(kind) + whole[end - match.start():]
+    return whole[: start - match.start()] + mark(kind) + whole[end - match.start():]
 
 
 def _setting_value_secret(name: str, value: str) -> bool:
@@ -71,34 +78,34 @@ def redact_pairs(text: str, lower: str, counts: Counter[str]) -> str:
     """Apply every structural pass whose cheap needle occurs in `lower`."""
     if "value=" in lower or "value =" in lower:
         text = _ATTR_PAIR_RE.sub(
-            lambda m: _replace(m, counts, "secret_value")
+            lambda m: replace_value(m, counts, "secret_value")
             if _setting_value_secret(m.group("n"), m.group("s")) else m.group(0), text)
     if "name:" in lower and "value:" in lower:
         text = _YAML_PAIR_RE.sub(
-            lambda m: _replace(m, counts, "secret_value")
+            lambda m: replace_value(m, counts, "secret_value")
             if _setting_value_secret(m.group("n"), _value_span(m)[2]) else m.group(0), text)
     if '":\n' in text or '": \n' in text or '":\r\n' in text or '": \r\n' in text:
         text = _JSON_NEWLINE_RE.sub(
-            lambda m: _replace(m, counts, "secret_value")
+            lambda m: replace_value(m, counts, "secret_value")
             if kv_secret(m.group("n"), m.group("s")) and "[REDACTED:" not in m.group("s")
             else m.group(0), text)
-    if _AWS_MARK in text:
+    if AWS_MARK in text:
         lines = text.split("\n")
         for index, line in enumerate(lines):
-            if _AWS_MARK in line:
+            if AWS_MARK in line:
                 lines[index] = _AWS_SECRET_RE.sub(
                     lambda m: _count(counts, "aws_secret_key")
                     if credential_like(m.group(0)) else m.group(0), line)
         text = "\n".join(lines)
     if "chpasswd" in lower:
-        text = _CHPASSWD_RE.sub(lambda m: _replace(m, counts, "cli_secret"), text)
+        text = _CHPASSWD_RE.sub(lambda m: replace_value(m, counts, "cli_secret"), text)
     if "net user" in lower or "net\tuser" in lower:
         text = _NET_USER_RE.sub(
-            lambda m: _replace(m, counts, "cli_secret")
+            lambda m: replace_value(m, counts, "cli_secret")
             if not looks_empty(_value_span(m)[2]) else m.group(0), text)
     return text
 
 
 def _count(counts: Counter[str], kind: str) -> str:
     counts[kind] += 1
-    return _mark(kind)
+    return mark(kind)
