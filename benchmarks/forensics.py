@@ -120,8 +120,12 @@ def main() -> None:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         # B is A's own file with every 1000th data segment left out and a 3 ms clock shift
         # (many hosts, one capture point: a timing run, not a two-ended loss scenario).
+        if cmp["status"] != "ok":
+            print(f"compare: {dt:.2f} s; refused: {cmp['reason']}")
+            return
         unmatched = (cmp["lost_a_to_b"] + cmp["lost_b_to_a"]
-                     + cmp["unsent_but_received_at_a"] + cmp["unsent_but_received_at_b"])
+                     + cmp["unsent_but_received_at_a"] + cmp["unsent_but_received_at_b"]
+                     + cmp["not_addressed_to_the_other_side"])
         print(f"compare: {dt:.2f} s; {unmatched} packets of A without a match in B "
               f"({args.packets // 2000} left out), offset {cmp['clock_offset_ms']} ms; "
               f"peak RSS {rss:.0f} MB")

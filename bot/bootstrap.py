@@ -6,6 +6,7 @@ of patching anything.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -27,19 +28,30 @@ if TYPE_CHECKING:
 def build_store(settings: Settings | None = None) -> Store:
     settings = settings or load_settings()
     db = Database(settings.resolved_database_url, auto_migrate=settings.uses_default_database)
-    return Store(db)
+    return Store(db, lab=_lab_key(settings))
+
+
+def _lab_key(settings: Settings) -> str | None:
+    """GHOST_LAB: this process's investigations are lab sessions of that scenario."""
+    if not settings.lab:
+        return None
+    from bot.lab_wiring import scenario_key
+
+    return scenario_key(settings.lab)[0]
 
 
 def build_shell(settings: Settings, store: Store, session_id: str, approver: Approver,
                 requested_by: str | None = None,
                 policy: ApprovalPolicy | None = None) -> SafeExecShell:
+    from bot.lab_wiring import lab_for_session
     from core.safety.shell import SafeExecShell, ShellLimits
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    lab = lab_for_session(settings, store, session_id)  # a lab session's commands: the lab's
     return SafeExecShell(session_id, audit=store, approvals=store, approver=approver,
                          data_dir=settings.data_dir.resolve(), requested_by=requested_by,
                          limits=ShellLimits(timeout_s=settings.command_timeout_s),
-                         policy=policy)
+                         policy=policy, runner=lab.executor if lab else None)
 
 
 def build_capture_backend(settings: Settings) -> CaptureBackend:
@@ -51,10 +63,17 @@ def build_capture_backend(settings: Settings) -> CaptureBackend:
 
 def build_orchestrator(settings: Settings, store: Store, shell: SafeExecShell,
                        session_id: str, *, scan_orphans: bool = False) -> CloudOrchestrator:
+    from bot.lab_wiring import lab_for_session, lab_orchestrator
     from core.orchestrator.model import OrchestratorConfig
     from core.orchestrator.orchestrator import CloudOrchestrator
 
-    config = OrchestratorConfig(local_capture_dir=settings.capture_dir.resolve())
+    lab = lab_for_session(settings, store, session_id)
+    if lab is not None:  # the lab's captures; never Azure
+        return lab_orchestrator(lab, store, shell, session_id,  # type: ignore[no-any-return]
+                                scan_orphans=scan_orphans,
+                                is_live=lambda sid: session_is_live(store, sid))
+    config = OrchestratorConfig(local_capture_dir=settings.capture_dir.resolve(),
+                                storage_auth_mode=settings.azure_storage_auth_mode)
     return CloudOrchestrator(shell=shell, backend=build_capture_backend(settings), tasks=store,
                              session_id=session_id, config=config, scan_orphans=scan_orphans,
                              is_session_live=lambda sid: session_is_live(store, sid))
@@ -66,25 +85,39 @@ LIVE_STATUSES = ("queued", "running", "awaiting_approval", "awaiting_user")
 
 
 def session_is_live(store: Store, session_id: str) -> bool:
+    """A chat investigation lives while its status says so; a terminal one only while its
+    process renews its lease (a `ghost investigate` killed with -9 leaves orphans)."""
     from core.errors import UnknownInvestigation
+    from core.session_state import utc_now
 
     try:
-        return store.get_investigation(session_id).status in LIVE_STATUSES
+        inv = store.get_investigation(session_id)
     except UnknownInvestigation:
         return False
+    if inv.status not in LIVE_STATUSES:
+        return False
+    if inv.platform != "terminal":
+        return True
+    return bool(inv.lease_owner and inv.lease_expires_at and inv.lease_expires_at > utc_now())
 
 
 def build_engine(
     settings: Settings, store: Store, *, prompter: Prompter, out: TextIO,
-    brain: Any = None,
+    brain: Any = None, approver: Any = None, lab_notice: bool = True,
 ) -> tuple[Engine, Callable[[str], CloudOrchestrator]]:
-    """The terminal engine: the person at the keyboard approves; output goes to ``out``."""
+    """The terminal engine: the person at the keyboard approves (or ``approver``, e.g. the
+    second engineer of ``ghost demo --yes``); output goes to ``out``. With GHOST_LAB set the
+    investigation runs against the lab, and ``out`` is told so first (``ghost demo`` has its
+    own banner: ``lab_notice=False``)."""
     from bot.gemini_brain import GeminiBrain
     from bot.terminal import TerminalNotifier
     from bot.terminal_approver import TerminalApprover
     from core.engine.loop import Engine
 
-    approver = TerminalApprover(prompter.stdin, out)
+    if store.lab and lab_notice:
+        out.write(f"LAB RUN — GHOST_LAB={settings.lab}: this investigation runs against the "
+                  "simulated estate of that scenario, not Azure (docs/lab.md).\n")
+    approver = approver or TerminalApprover(prompter.stdin, out)
     shells: dict[str, SafeExecShell] = {}
     orchestrators: dict[str, CloudOrchestrator] = {}
 
@@ -115,7 +148,7 @@ def build_engine(
                                    base_url=settings.gemini_base_url),
         shell_for=shell_for,
         orchestrator_for=orchestrator_for,
-        rca_writer=write_rca,
+        rca_writer=_lab_noted(settings, store, write_rca),
         notifier=TerminalNotifier(out),
         audit_dir=str(audit_dir),
         sleep=_sleep,
@@ -161,6 +194,18 @@ def build_chat_engine(
 
     policy = approval_policy(settings)
     approver = ChatApprover()
+    model = settings.model
+    if store.lab:  # GHOST_LAB: the lab's brain, and every post marked as a lab run
+        from bot.lab_wiring import lab_brain, marked_ports, open_lab
+
+        lab = open_lab(store.lab, settings)
+        logging.getLogger("ghost.lab").warning(
+            "GHOST_LAB=%s: every investigation runs against the simulated estate of scenario "
+            "%s (never Azure); every post says it is a lab run", settings.lab,
+            lab.scenario.name)
+        brain = brain or lab_brain(lab, settings)
+        model = str(getattr(brain, "model", model))
+        port_for = marked_ports(port_for, lab)
     shells: dict[str, SafeExecShell] = {}
     orchestrators: dict[str, CloudOrchestrator] = {}
 
@@ -181,16 +226,26 @@ def build_chat_engine(
         brain=brain or GeminiBrain(settings.model, settings.gemini_api_key or "",
                                    base_url=settings.gemini_base_url),
         shell_for=shell_for, orchestrator_for=orchestrator_for,
-        rca_writer=_rca_writer(settings), notifier=notifier,
+        rca_writer=_lab_noted(settings, store, _rca_writer(settings)), notifier=notifier,
         audit_dir=str(settings.audit_dir), sleep=_sleep,
     )
     runtime = ChatRuntime(store=store, engine=engine, notifier=notifier, port_for=port_for,
-                          shell_for=shell_for, policy=policy, model=settings.model,
+                          shell_for=shell_for, policy=policy, model=model,
                           audit_dir=str(settings.audit_dir))
     # the orphan report: a fresh orchestrator each time (scanning runs once per instance)
     runtime.orphans.orchestrator_for = lambda sid, scan: build_orchestrator(
         settings, store, shell_for(sid), sid, scan_orphans=scan)
     return runtime
+
+
+def _lab_noted(settings: Settings, store: Store,
+               write: Callable[[str, str], str]) -> Callable[[str, str], str]:
+    """In a lab process, RCA files open with a note that the estate was simulated."""
+    if not store.lab:
+        return write
+    from bot.lab_wiring import open_lab, with_lab_note
+
+    return with_lab_note(write, open_lab(store.lab, settings))
 
 
 def _sleep(seconds: float) -> None:

@@ -8,6 +8,9 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 
+from bot.contract import parsers as contract
+from bot.contract.parsers import HANDLERS as CONTRACT_HANDLERS
+
 # command path -> "module:function" under bot.commands; imported only when run.
 HANDLERS: dict[tuple[str, ...], str] = {
     ("db", "upgrade"): "db:upgrade",
@@ -21,7 +24,13 @@ HANDLERS: dict[tuple[str, ...], str] = {
     ("investigate",): "investigate:investigate",
     ("serve",): "serve:serve",
     ("worker",): "serve:worker",
+    ("lab", "list"): "lab:list_scenarios",
+    ("lab", "check"): "lab:check",
+    ("lab", "exec"): "lab:exec_command",
+    ("demo",): "demo:demo",
+    ("doctor",): "doctor:doctor",
 }
+HANDLERS.update(CONTRACT_HANDLERS)  # status, approvals, watch, audit show (docs/agent-contract.md)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("session_id", metavar="SID")
     export.add_argument("--dir", required=True, help="directory to write the two files into")
+    contract.add_audit_show(audit_cmds)
 
     session = groups.add_parser("session", help="inspect investigations")
     session_cmds = session.add_subparsers(dest="command", metavar="SUBCOMMAND")
@@ -55,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="the ghost-design §8 document")
     listing = session_cmds.add_parser("list", help="list recent investigations")
     listing.add_argument("--limit", type=int, default=20)
+    contract.add_session_list_flags(listing)
 
     inv = groups.add_parser(
         "investigate", help="investigate a network problem in this terminal",
@@ -66,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     inv.add_argument("--resume", metavar="SID", help="continue a saved investigation")
     inv.add_argument("--model", help="the Gemini model (default: GHOST_MODEL)")
     inv.add_argument("--audit-dir", help="where the RCA is written (default: DATA_DIR/audit)")
+    contract.add_detach_flags(inv)
 
     serve = groups.add_parser(
         "serve", help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, else HTTP on $PORT)",
@@ -86,6 +98,42 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument("--once", action="store_true",
                       help="advance everything runnable, then exit")
 
+    groups.add_parser(
+        "doctor", help="check what a deployment needs, one line per check (exit 1 on a problem)",
+        description="Check the database (reachable, migrated), Slack/Teams settings, the Gemini "
+        "key, `az` (present, signed in, can read) and capture settings; print one line per "
+        "check with what to fix. Exit 1 when a required check fails.",
+    )
+
+    demo = groups.add_parser(
+        "demo", help="watch Ghost investigate a simulated Azure incident (no key, no Azure)",
+        description="Run a whole investigation against the lab: a simulated Azure estate "
+        "answers every diagnostic; the gate, approvals, audit, capture analysis and RCA are "
+        "real. Without GEMINI_API_KEY the scenario's scripted replay plays the model; with it, "
+        "Gemini investigates.",
+    )
+    demo.add_argument("scenario", nargs="?", metavar="SCENARIO",
+                      help="a shipped scenario (`ghost lab list`) or a scenario file "
+                      "(default: nsg-deny-redis)")
+    demo.add_argument("--model", help="the Gemini model when GEMINI_API_KEY is set")
+    demo.add_argument("--yes", action="store_true",
+                      help="approve RISKY commands as a second engineer would (unattended)")
+
+    lab = groups.add_parser("lab", help="the simulated Azure estate: list, check, exec")
+    lab_cmds = lab.add_subparsers(dest="command", metavar="SUBCOMMAND")
+    lab_cmds.add_parser("list", help="the shipped scenarios with their titles")
+    check = lab_cmds.add_parser("check", help="validate scenario files (exit 1 on errors)")
+    check.add_argument("files", nargs="+", metavar="FILE")
+    lab_exec = lab_cmds.add_parser(
+        "exec", help="what the lab answers to one command (gate verdict, output, exit code)",
+        description="Classify CMD with the safety gate, then print the lab's answer and exit "
+        "code exactly as the runner gives them to the shell. Nothing real runs.",
+    )
+    lab_exec.add_argument("scenario", metavar="SCENARIO",
+                          help="a shipped scenario's name or a scenario file")
+    lab_exec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD",
+                          help="the command, after --")
+
     classify = groups.add_parser(
         "classify", help="explain the safety gate's verdict on a command",
         description="Classify a command as SAFE, RISKY or FORBIDDEN and say why. With `-`, "
@@ -101,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         "{\"text\": ...} lines and write {\"text\": ...} lines.",
     )
     redact.add_argument("--jsonl", action="store_true", help="JSON lines in and out")
+    contract.add_commands(groups)
     return parser
 
 
@@ -114,7 +163,17 @@ def _handler(path: tuple[str, ...]) -> Callable[[argparse.Namespace], int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    from bot.contract.runner import parse_or_error, run_json, wants_json
+
+    json_mode = wants_json(sys.argv[1:] if argv is None else argv)
+    if json_mode:  # a usage error is an INVALID_ARGUMENT document on stdout, exit 2
+        parsed, code = parse_or_error(lambda: parser.parse_args(argv))
+        if parsed is None:
+            return code or 0
+        assert isinstance(parsed, argparse.Namespace)
+        args = parsed
+    else:
+        args = parser.parse_args(argv)
     if args.group is None:
         parser.print_help()
         return 2
@@ -123,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if path not in HANDLERS:
         parser.parse_args([args.group, "--help"])
         return 2
+    if json_mode:  # every failure is an error document on stdout, never a traceback
+        return run_json(lambda: _handler(path)(args))
     from bot.errors import run_reporting_errors
 
     return run_reporting_errors(lambda: _handler(path)(args))

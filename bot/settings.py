@@ -67,6 +67,13 @@ class Settings(BaseSettings):
         default=5.0, description="Seconds between Azure long-running-operation polls when Azure "
         "sends no Retry-After.",
     )
+    lab: str | None = Field(
+        default=None,
+        description="Investigate the lab instead of Azure: a shipped scenario's name (`ghost lab "
+        "list`) or a scenario file. `ghost serve`/`ghost worker` then run every investigation "
+        "against that simulated estate (no Azure role needed) and every post says it is a lab "
+        "run. Unset: real Azure.",
+    )
     azure_static_token: str | None = Field(
         default=None,
         description="Tests only: a fixed bearer token, accepted only for a loopback ARM endpoint.",
@@ -153,6 +160,14 @@ class Settings(BaseSettings):
         default="https://graph.microsoft.com",
         description="Microsoft Graph endpoint, for Entra ID group membership of Teams approvers "
         "(sovereign clouds: e.g. https://graph.microsoft.us).",
+    )
+    teams_login_url: str = Field(
+        default="https://login.microsoftonline.com",
+        description="Microsoft Entra ID login endpoint for the bot's tokens (sovereign clouds).",
+    )
+    teams_openid_url: str = Field(
+        default="https://login.botframework.com/v1/.well-known/openidconfiguration",
+        description="OpenID metadata of the Bot Framework, whose keys sign Teams' requests.",
     )
 
     @property

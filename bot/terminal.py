@@ -83,13 +83,78 @@ def banner(session_id: str, out: TextIO) -> None:
 
 
 def closing_banner(out: TextIO, *, path: str | None, confidence: str, turns: int,
-                   duration_s: float | None) -> None:
-    minutes, seconds = divmod(int(duration_s or 0), 60)
-    where = path or "(not written — printed above)"
-    out.write(f"\n{RULE}\n  RCA REPORT WRITTEN: {where}\n"
-              f"  Confidence: {confidence}  |  Turns: {turns}  |  Duration: {minutes}m "
-              f"{seconds:02d}s\n{RULE}\n")
+                   duration_s: float | None, error: str | None = None,
+                   already_done: bool = False) -> None:
+    """The last lines of a run; they say only what happened in this run.
+
+    ``already_done``: the investigation had finished before (a resume of a finished session):
+    nothing was written now. ``path`` None: the write failed and the report was printed.
+    """
+    from core.engine.rca_sections import format_duration
+
+    if already_done:
+        head = (f"INVESTIGATION ALREADY FINISHED — RCA: {path}" if path else
+                "INVESTIGATION ALREADY FINISHED — its RCA was not written to a file")
+    elif path:
+        head = f"RCA REPORT WRITTEN: {path}"
+    else:
+        head = "RCA REPORT NOT WRITTEN" + (f" ({error})" if error else "") + \
+            " — the report is printed above"
+    took = format_duration(duration_s) if duration_s is not None else "unknown"
+    out.write(f"\n{RULE}\n  {head}\n"
+              f"  Confidence: {confidence}  |  Turns: {turns}  |  Duration: {took}\n{RULE}\n")
     out.flush()
+
+
+class TerminalLease:
+    """The liveness of a `ghost investigate` process: a lease on its investigation, renewed
+    from a daemon thread while the process lives (chat workers hold the same kind of lease).
+
+    Killed with -9, the process stops renewing; once the lease expires, the next session's
+    orphan scan treats the investigation as ended and offers to clean up its captures.
+    """
+
+    def __init__(self, store: Any, session_id: str, *, seconds: float = 60.0,
+                 owner: str | None = None) -> None:
+        import os
+        import socket
+
+        self.store = store
+        self.session_id = session_id
+        self.seconds = max(float(seconds), 3.0)
+        self.owner = owner or f"terminal:{socket.gethostname()}:{os.getpid()}"
+        self._stop: Any = None
+        self._thread: Any = None
+
+    def acquire(self) -> bool:
+        """Take the lease and start renewing it; False when another live process holds it."""
+        import threading
+
+        if not self.store.take_lease(self.session_id, self.owner, lease_seconds=self.seconds):
+            return False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name="ghost-terminal-lease",
+                                        daemon=True)
+        self._thread.start()
+        return True
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.seconds / 3):
+            try:
+                self.store.renew_lease(self.session_id, self.owner, lease_seconds=self.seconds)
+            except Exception:  # noqa: BLE001 - a missed renewal is retried; never crash
+                continue
+
+    def release(self) -> None:
+        if self._stop is None:
+            return
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._stop = None
+        try:
+            self.store.release_lease(self.session_id, self.owner)
+        except Exception:  # noqa: BLE001 - an unreleased lease simply expires
+            return
 
 
 class Prompter:

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 #: what a worker runs: chat investigations. A `ghost investigate` belongs to its terminal.
 CHAT_PLATFORMS = ("slack", "teams")
+#: ...and those opened from a script with `ghost investigate --detach` (docs/agent-contract.md)
+WORKER_PLATFORMS = (*CHAT_PLATFORMS, "cli")
 
 
 def worker_id(prefix: str = "worker") -> str:
@@ -58,7 +60,7 @@ class Worker:
     def run_once(self) -> str | None:
         """Claim one runnable investigation and advance it; its id, or None if none was free."""
         inv = self.store.claim_next(self.owner, lease_seconds=self.lease_seconds,
-                                    platforms=CHAT_PLATFORMS)
+                                    platforms=WORKER_PLATFORMS)
         if inv is None:
             return None
         self.work(inv.session_id)
@@ -72,6 +74,12 @@ class Worker:
         return done
 
     def work(self, session_id: str) -> None:
+        from bot.logging_setup import session_context
+
+        with session_context(session_id):  # every log line of this step names the investigation
+            self._work(session_id)
+
+    def _work(self, session_id: str) -> None:
         stop = threading.Event()
         beat = threading.Thread(target=self._heartbeat, args=(session_id, stop), daemon=True,
                                 name=f"lease-{session_id}")

@@ -201,7 +201,12 @@ class AzureCaptureBackend:
                 "NetworkWatcherRG"))
         return watchers[wanted]
 
-    def create_capture(self, spec: CaptureSpec) -> None:
+    @property
+    def storage_auth_mode(self) -> str:
+        """How blobs are really reached (``login`` or ``key``): what the az equivalents show."""
+        return self.settings.storage_auth_mode
+
+    def create_capture(self, spec: CaptureSpec) -> str | None:
         rg, watcher = self._watcher(spec.location)
         storage_id = (f"/subscriptions/{self.settings.subscription_id}/resourceGroups/"
                       f"{spec.storage_resource_group}/providers/Microsoft.Storage/"
@@ -221,10 +226,14 @@ class AzureCaptureBackend:
         if spec.filters:
             properties["filters"] = [dict(f) for f in spec.filters]
         try:
-            self.network.packet_captures.begin_create(
+            created = self.network.packet_captures.begin_create(
                 rg, watcher, spec.name, PacketCapture({"properties": properties})).result()
         except AzureError as exc:
             raise backend_error(exc, f"creating packet capture {spec.name}") from exc
+        # where Azure says it writes the capture (it may not be the path asked for)
+        location = _field(created, "storage_location", "storageLocation")
+        path = _text(_field(location, "storage_path", "storagePath")) if location else ""
+        return path or None
 
     def capture_status(self, location: str, name: str) -> CaptureStatus:
         rg, watcher = self._watcher(location)
@@ -241,9 +250,18 @@ class AzureCaptureBackend:
         return CaptureStatus(state, detail)
 
     def delete_capture(self, location: str, name: str) -> bool:
+        """True when Azure deleted it; False when it was already gone (404, or ARM's 204 No
+        Content, its answer to a DELETE of a resource that does not exist)."""
         rg, watcher = self._watcher(location)
+        first: list[int] = []
+
+        def note(response: Any) -> None:
+            if not first:
+                first.append(int(response.http_response.status_code))
+
         try:
-            self.network.packet_captures.begin_delete(rg, watcher, name).result()
+            self.network.packet_captures.begin_delete(rg, watcher, name,
+                                                      raw_response_hook=note).result()
         except ResourceNotFoundError:
             return False
         except AzureError as exc:
@@ -251,7 +269,7 @@ class AzureCaptureBackend:
             if err.code == NOT_FOUND:
                 return False
             raise err from exc
-        return True
+        return not (first and first[0] == 204)
 
     def list_captures(self, prefix: str) -> list[CaptureSummary]:
         found = []

@@ -14,7 +14,9 @@ from typing import Any
 from . import tcp_analysis as T
 from .app import AppStats
 from .dns import DnsStats
+from .facts import facts_of, note_event, note_flags
 from .flows import (
+    F_DIAG,
     F_EVIDENCE,
     F_TA,
     S_ACK,
@@ -116,8 +118,10 @@ class Analyzer:
             )
         return hit
 
-    def _note_flags(self, ta: int, frame: int, flow: list[Any]) -> None:
+    def _note_flags(self, ta: int, frame: int, flow: list[Any], d: int, seglen: int, th: int,
+                    seq: int, ts: int) -> None:
         self.frame_flags[frame] = ta
+        note_flags(facts_of(flow, F_DIAG), ta, d, seglen, th, seq, ts, frame)
         bits = ta
         if bits & (T.FAST_RETRANSMISSION | T.SPURIOUS_RETRANSMISSION):
             bits |= T.RETRANSMISSION
@@ -249,6 +253,7 @@ class Analyzer:
                             break
                         buf, end, l4len = got
                         l4 = 0
+                        l3 = -1  # the header is not in the reassembled buffer
                 elif et == 0x86DD:
                     if l3 + 40 > end:
                         self.undecodable_packets += 1
@@ -284,6 +289,7 @@ class Analyzer:
                                 break
                             buf, end, l4len = got
                             l4 = 0
+                            l3 = -1  # the header is not in the reassembled buffer
                             continue
                         if proto == 51:
                             hl = (buf[l4 + 1] + 2) * 4
@@ -375,7 +381,7 @@ class Analyzer:
                     if ta and l4 + hlen <= end:
                         # tshark shows no analysis for a segment whose TCP options were cut off by
                         # the snap length, although the segment still updates the state
-                        self._note_flags(ta, frame, flow)
+                        self._note_flags(ta, frame, flow, d, seglen, th, seq, ts)
                     # flow bookkeeping
                     if d:
                         flow[6] += 1
@@ -399,6 +405,15 @@ class Analyzer:
                         ev = S_DATA if seglen else S_ACK if th == 0x10 else 0
                     if ev & ~seen:
                         note_events(flow, d, ev)
+                        # TTL and IP ID read here only (l3 < 0: a reassembled datagram)
+                        if l3 < 0:
+                            ttl = ipid = -1
+                        elif alen == 4:
+                            ttl, ipid = buf[l3 + 8], u16(buf, l3 + 4)[0]
+                        else:
+                            ttl, ipid = buf[l3 + 7], -1
+                        note_event(flow, F_DIAG, d, bool(ev & S_RST), ttl, ipid,
+                                   flow[6] if d else flow[4], frame, ts)
                         if ev & S_SYNACK and not flow[18]:
                             flow[18] = ts
                         if ev & S_RST:
@@ -408,6 +423,7 @@ class Analyzer:
                             if len(evl) < EVIDENCE_PER_FLOW:
                                 evl.append(frame)
                     if seglen:
+                        flow[22 + d] += 1  # flows.F_DSEG0 + d
                         p = l4 + hlen
                         if p < end:
                             c0 = buf[p]

@@ -10,10 +10,9 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
 from .compare import compare_captures
+from .compare_report import comparison_finding, output_stem
 from .engine import analyze_capture
 from .errors import ForensicsError
 from .report import executive_summary_md, forensic_report_md
@@ -40,27 +39,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _comparison_lines(cmp: dict[str, Any]) -> list[str]:
-    owd = cmp["one_way_delay_ms"]
-    lines = [
-        f"Two-ended comparison with `{Path(cmp['capture_b']).name}` "
-        f"(A = {cmp['host_a']}, B = {cmp['host_b']}):",
-        f"- lost A->B: {cmp['lost_a_to_b']}, lost B->A: {cmp['lost_b_to_a']} "
-        f"(matched {cmp['matched_a_to_b']} / {cmp['matched_b_to_a']} packets)",
-        f"- clock offset B-A: {cmp['clock_offset_ms']} ms; one-way delay min "
-        f"{owd['a_to_b_min']} ms, median A->B {owd['a_to_b_median']} ms, "
-        f"B->A {owd['b_to_a_median']} ms",
-        f"- received at B but never sent by A: {cmp['unsent_but_received_at_b']}"
-        + (" (a middlebox injected them, e.g. a firewall RST)"
-           if cmp["unsent_but_received_at_b"] else ""),
-    ]
-    mb = cmp["matched_by_byte_range"]
-    if mb["a_to_b"] or mb["b_to_a"]:
-        lines.append(f"- matched through TCP byte ranges (TSO/GRO): {mb['a_to_b']} A->B, "
-                     f"{mb['b_to_a']} B->A")
-    return lines
-
-
 def _check_input(path: str, what: str) -> None:
     if os.path.isdir(path):
         raise ForensicsError(f"{what} {path} is a directory; give the .pcap/.pcapng file in it")
@@ -77,17 +55,13 @@ def run(argv: list[str] | None = None) -> int:
         _check_input(args.compare, "comparison capture")
     analyzer = analyze_capture(cap)
     doc = build_semantic(analyzer, cap, frame_flags=args.frame_flags)
-    stem = Path(cap).stem
-    extra: list[str] = []
+    stem = output_stem(cap, args.compare)
     if args.compare:
         cmp = compare_captures(cap, args.compare)
         doc["comparison"] = cmp
-        extra = _comparison_lines(cmp)
-        doc["findings"].insert(0, {
-            "id": "two_ended_comparison", "rank": 0, "severity": "info",
-            "score": 100.0, "title": "Two-ended comparison", "detail": " ".join(extra[1:]),
-            "evidence_frames": [], "next_step": "See the comparison section of the report.",
-        })
+        doc["findings"] = [f for f in doc["findings"] if f["id"] != "no_problem_seen"
+                           or cmp["status"] != "ok"]
+        doc["findings"].insert(0, comparison_finding(cmp))
         for i, f in enumerate(doc["findings"], 1):
             f["rank"] = i
     os.makedirs(args.semantic_dir, exist_ok=True)
@@ -99,11 +73,6 @@ def run(argv: list[str] | None = None) -> int:
         json.dump(doc, fh, indent=1, default=str)
     report = forensic_report_md(doc, stem)
     summary = executive_summary_md(doc, stem)
-    if extra:
-        marker = "## Findings"
-        report = report.replace(marker, "\n".join(extra) + "\n\n" + marker, 1)
-        s_lines = summary.rstrip("\n").split("\n")
-        summary = "\n".join((s_lines[:2] + extra + [""] + s_lines[2:])[:50]) + "\n"
     with open(rep_path, "w", encoding="utf-8") as fh:
         fh.write(report)
     with open(exe_path, "w", encoding="utf-8") as fh:

@@ -1,29 +1,39 @@
 """Two-ended comparison: the same path captured at both ends.
 
-Packets are matched on fields that survive the path (IP ID, ports, TCP seq/ack/flags and
-length, a payload hash for UDP/ICMP) and never on TTL, checksums, MACs or addresses, so
-NAT does not break matching. From matched pairs we estimate the clock offset between the
-two capture hosts and the one-way delay each way; unmatched packets are losses, or, when
-they appear at a receiver without a sender, packets injected by a middlebox (e.g. a RST).
-TSO/GRO change segment boundaries, so unmatched TCP data falls back to byte ranges.
+Packets are matched by identity (IP ID, ports, TCP seq/ack/flags/length, a payload hash for
+UDP/ICMP), never by TTL, checksums, MACs or addresses, so NAT does not break matching. Before
+any figure is given the pair is checked: both hold packets, they share flows, some packets
+were seen at both ends, the clock offset those packets give is one a real clock could have,
+and no packet arrives before it was sent. Otherwise the comparison is refused with the reason.
+
+"Lost" counts only packets that one side addressed to the other and the other never saw;
+"injected" counts packets that arrive in a side's name although that side never sent them
+(a firewall's RST). Both are counted to the end of each flow seen at both ends. TCP byte
+ranges stand in for identity only on flows where segmentation offload is visible (a datagram
+above 1500 bytes, or an IPv4 length of 0), because TSO/GRO change segment boundaries.
 """
 
 from __future__ import annotations
 
 import bisect
+import ipaddress
 import struct
 import zlib
 from collections.abc import Iterator
 from typing import Any
 
 from .reader import Record, open_capture
+from .wording import duration_ns
 
 _U16 = struct.Struct("!H").unpack_from
 _TCP = struct.Struct("!HHIIBB").unpack_from
 MAX_EXAMPLES = 10
+MAX_SKEW_NS = 86_400 * 10**9  # beyond a day apart, no clock is that wrong: different moments
+WARN_SKEW_NS = 60 * 10**9
+NEGATIVE_DELAY_NS = 1_000_000  # a packet "arriving" 1 ms before it was sent
 
-Pkt = tuple[tuple[int, ...], int, bytes, bytes, int, int, int, int]
-# (match key, ts_ns, src, dst, sport, dport, seq, data length)
+Pkt = tuple[tuple[int, ...], int, bytes, bytes, int, int, int, int, int, bool]
+# (match key, ts_ns, src, dst, sport, dport, seq, data length, ttl, offload-sized)
 
 
 def _packets(records: Iterator[Record]) -> Iterator[Pkt]:
@@ -53,47 +63,44 @@ def _packets(records: Iterator[Record]) -> Iterator[Pkt]:
             continue
         if et == 0x0800 and l3 + 20 <= end:
             ihl = (buf[l3] & 15) * 4
-            iplen = _U16(buf, l3 + 2)[0] or (wirelen - (l3 - off))
+            raw_len = _U16(buf, l3 + 2)[0]
+            iplen = raw_len or (wirelen - (l3 - off))
+            big = raw_len == 0 or iplen > 1500
             ipid = _U16(buf, l3 + 4)[0]
+            ttl = buf[l3 + 8]
             proto = buf[l3 + 9]
             src, dst = buf[l3 + 12 : l3 + 16], buf[l3 + 16 : l3 + 20]
             l4 = l3 + ihl
             l4len = iplen - ihl
         elif et == 0x86DD and l3 + 40 <= end:
             ipid = 0
+            ttl = buf[l3 + 7]
             proto = buf[l3 + 6]
             src, dst = buf[l3 + 8 : l3 + 24], buf[l3 + 24 : l3 + 40]
             l4 = l3 + 40
             l4len = _U16(buf, l3 + 4)[0] or (wirelen - (l3 - off) - 40)
+            big = l4len + 40 > 1500
         else:
             continue
         if proto == 6 and l4 + 14 <= end:
             sport, dport, seq, ack, doff, fl = _TCP(buf, l4)
             dlen = l4len - (doff >> 4) * 4
             key: tuple[int, ...] = (6, ipid, sport, dport, seq, ack, fl & 0x3F, dlen)
-            yield key, ts, src, dst, sport, dport, seq, max(dlen, 0)
+            yield key, ts, src, dst, sport, dport, seq, max(dlen, 0), ttl, big
         elif proto == 17 and l4 + 8 <= end:
             sport, dport = _U16(buf, l4)[0], _U16(buf, l4 + 2)[0]
             h = zlib.crc32(buf[l4 + 8 : min(end, l4 + 40)])
-            yield (17, ipid, sport, dport, l4len, h), ts, src, dst, sport, dport, 0, 0
+            yield (17, ipid, sport, dport, l4len, h), ts, src, dst, sport, dport, 0, 0, ttl, big
         elif l4 < end:
             h = zlib.crc32(buf[l4 : min(end, l4 + 32)])
-            yield (proto, ipid, l4len, h), ts, src, dst, 0, 0, 0, 0
+            yield (proto, ipid, l4len, h), ts, src, dst, 0, 0, 0, 0, ttl, big
 
 
 def _ip(raw: bytes) -> str:
-    import ipaddress
-
     try:
         return str(ipaddress.ip_address(raw))
     except ValueError:
         return raw.hex()
-
-
-def _covered(ranges: list[tuple[int, int]], start: int, end: int) -> bool:
-    """Is [start, end) inside the union of ``ranges`` (already merged and sorted)?"""
-    i = bisect.bisect_right(ranges, (start, 1 << 62)) - 1
-    return i >= 0 and ranges[i][0] <= start and ranges[i][1] >= end
 
 
 def _merge(rs: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -108,17 +115,59 @@ def _merge(rs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def _covered(ranges: list[tuple[int, int]], start: int, end: int) -> bool:
+    """Is [start, end) inside the union of ``ranges`` (already merged and sorted)?"""
+    i = bisect.bisect_right(ranges, (start, 1 << 62)) - 1
+    return i >= 0 and ranges[i][0] <= start and ranges[i][1] >= end
+
+
 def _median(xs: list[int]) -> int:
-    xs.sort()
+    xs = sorted(xs)
     return xs[len(xs) // 2]
 
 
-def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
-    """Match the two captures and report offset, delays, losses and injected packets.
+def _flow_key(key: tuple[int, ...]) -> tuple[int, int, int]:
+    """A flow by protocol and port pair, either direction (addresses may be NATed)."""
+    if key[0] in (6, 17):
+        a, b = key[2], key[3]
+        return (key[0], min(a, b), max(a, b))
+    return (key[0], 0, 0)
 
-    Which address is which host is learnt from the matched pairs themselves: packets A
-    sends reach B later (B time minus A time is offset + delay) than packets B sends
-    (offset - delay), so NAT or a shared subnet does not confuse the sides.
+
+class _Side:
+    """What one capture holds, as far as the comparison needs it."""
+
+    def __init__(self) -> None:
+        self.first = 0
+        self.last = 0
+        self.packets = 0
+        self.flows: dict[tuple[int, int, int], list[int]] = {}  # flow -> [first ts, last ts]
+        self.ranges: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self.offload: set[tuple[int, int]] = set()  # (sport, dport) with offload-sized packets
+
+    def see(self, key: tuple[int, ...], ts: int, sp: int, dp: int, seq: int, dlen: int,
+            big: bool) -> None:
+        if not self.packets:
+            self.first = ts
+        self.packets += 1
+        self.last = max(self.last, ts)
+        fk = _flow_key(key)
+        span = self.flows.get(fk)
+        if span is None:
+            self.flows[fk] = [ts, ts]
+        else:
+            span[1] = max(span[1], ts)
+        if dlen:
+            self.ranges.setdefault((sp, dp), []).append((seq, seq + dlen))
+            if big:
+                self.offload.add((sp, dp))
+
+
+def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
+    """Check that the pair can be compared, then match it: offset, delays, losses, injections.
+
+    Which address is which side is learnt from the matched pairs: packets A sends reach B
+    later (B time minus A time is offset + delay) than packets B sends (offset - delay).
     """
     addr_ids: dict[bytes, int] = {}
     addrs: list[bytes] = []
@@ -130,16 +179,12 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
             addrs.append(addr)
         return n
 
-    # Pass 1: index every packet of A by key; value = ts << 16 | sender id (FIFO if repeated).
-    _ia, rec_a = open_capture(path_a)
+    # Pass 1: index A by key; value = ts << 40 | ttl << 32 | dst id << 16 | src id (FIFO).
+    sa, sb = _Side(), _Side()
     index: dict[tuple[int, ...], Any] = {}
-    a_ranges: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    a_first = a_last = 0
-    for key, ts, src, _dst, sp, dp, seq, dlen in _packets(rec_a):
-        if not a_first:
-            a_first = ts
-        a_last = ts
-        v = (ts << 16) | aid(src)
+    for key, ts, src, dst, sp, dp, seq, dlen, ttl, big in _packets(open_capture(path_a)[1]):
+        sa.see(key, ts, sp, dp, seq, dlen, big)
+        v = (ts << 40) | (ttl << 32) | (aid(dst) << 16) | aid(src)
         prev = index.get(key)
         if prev is None:
             index[key] = v
@@ -147,23 +192,13 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
             prev.append(v)
         else:
             index[key] = [prev, v]
-        if dlen:
-            a_ranges.setdefault((sp, dp), []).append((seq, seq + dlen))
     # Pass 2: stream B and match.
-    deltas: dict[int, list[int]] = {}  # sender id in A -> tsB - tsA of matched packets
-    b_sender: dict[int, dict[bytes, int]] = {}  # sender id in A -> sender address seen in B
+    deltas: dict[int, list[int]] = {}  # A's sender id -> tsB - tsA of its matched packets
+    pairs: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # (src, dst) at A -> at B
+    same_ttl = [0, 0]  # matched packets with the same TTL at both ends, all matched packets
     unmatched_b: list[tuple[int, tuple[int, ...], bytes, bytes]] = []
-    b_ranges: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    _ib, rec_b = open_capture(path_b)
-    b_first = b_last = 0
-    b_packets = 0
-    for key, ts, src, dst, sp, dp, seq, dlen in _packets(rec_b):
-        b_packets += 1
-        if not b_first:
-            b_first = ts
-        b_last = ts
-        if dlen:
-            b_ranges.setdefault((sp, dp), []).append((seq, seq + dlen))
+    for key, ts, src, dst, sp, dp, seq, dlen, ttl, big in _packets(open_capture(path_b)[1]):
+        sb.see(key, ts, sp, dp, seq, dlen, big)
         hit = index.get(key)
         if hit is None:
             unmatched_b.append((ts, key, src, dst))
@@ -176,108 +211,225 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
             v = hit
             del index[key]
         sid = v & 0xFFFF
-        deltas.setdefault(sid, []).append(ts - (v >> 16))
-        seen = b_sender.setdefault(sid, {})
-        if len(seen) < 4:
-            seen[src] = seen.get(src, 0) + 1
-    # The sender whose packets arrive "latest" (largest tsB - tsA) is host A.
+        deltas.setdefault(sid, []).append(ts - (v >> 40))
+        same_ttl[0] += ((v >> 32) & 0xFF) == ttl
+        same_ttl[1] += 1
+        pk = (sid, (v >> 16) & 0xFFFF)
+        if pk not in pairs and len(pairs) < 4096:
+            pairs[pk] = (src, dst)
+    base: dict[str, Any] = {"capture_a": path_a, "capture_b": path_b, "packets_a": sa.packets,
+                            "packets_b": sb.packets}
+    shared = set(sa.flows) & set(sb.flows)
+    reason = _refusal(sa, sb, shared, deltas)
+    if reason:
+        return {**base, "status": "refused", "reason": reason}
+    # The sender whose packets arrive "latest" (largest tsB - tsA) is on side A.
     ranked = sorted(deltas, key=lambda s: -_median(deltas[s]))
     a_ids = set(ranked[:1])
     if len(ranked) >= 2:
         gap = _median(deltas[ranked[0]]) - _median(deltas[ranked[-1]])
         a_ids = {s for s in ranked if _median(deltas[s]) - _median(deltas[ranked[-1]]) > gap / 2}
-        if not a_ids:  # no measurable delay difference: keep the latest sender as A
+        if not a_ids:
             a_ids = set(ranked[:1])
     ab = sorted(d for s in a_ids for d in deltas[s])
     ba = sorted(-d for s in deltas if s not in a_ids for d in deltas[s])  # tsA - tsB
-    a_in_b = {addr for s in a_ids for addr in b_sender.get(s, {})}
-    b_in_b = {addr for s in deltas if s not in a_ids for addr in b_sender.get(s, {})}
-    offset_ns = owd = None
     if ab and ba:
-        offset_ns = (ab[0] - ba[0]) // 2
-        owd = (ab[0] + ba[0]) // 2
-    off = offset_ns or 0
-    b_merged = {k: _merge(v) for k, v in b_ranges.items()}  # what B saw, by flow
-    a_merged = {k: _merge(v) for k, v in a_ranges.items()}  # what A saw, by flow
-
-    def covered(merged: dict[tuple[int, int], list[tuple[int, int]]],
-                key: tuple[int, ...]) -> bool:
-        if key[0] != 6 or key[7] <= 0:
-            return False
-        rs = merged.get((key[2], key[3]))
-        return bool(rs) and _covered(rs or [], key[4], key[4] + key[7])
-
-    res = {"lost_ab": 0, "lost_ba": 0, "range_ab": 0, "range_ba": 0, "inj_b": 0, "inj_a": 0}
-    ex: dict[str, list[dict[str, Any]]] = {"lost_ab": [], "lost_ba": [], "inj_b": [],
-                                            "inj_a": []}
-
-    def note(kind: str, k: tuple[int, ...], extra: dict[str, Any] | None = None) -> None:
-        res[kind] += 1
-        if len(ex[kind]) < MAX_EXAMPLES:
-            d = _key_desc(k)
-            d.update(extra or {})
-            ex[kind].append(d)
-
-    # Left in the index: seen at A, never at B (only inside B's capture window).
-    for k, v in index.items():
-        for x in v if isinstance(v, list) else [v]:
-            t = x >> 16
-            if not b_first - off <= t <= b_last - off:
-                continue
-            if (x & 0xFFFF) in a_ids or not a_ids:
-                if covered(b_merged, k):
-                    res["range_ab"] += 1
-                else:
-                    note("lost_ab", k, {"ts_ns": t})
-            elif covered(b_merged, k):  # GRO at A merged what B sent
-                res["range_ba"] += 1
-            else:
-                note("inj_a", k, {"src": _ip(addrs[x & 0xFFFF]), "ts_ns": t})
-    for ts, k, src, dst in unmatched_b:
-        if not a_first + off <= ts <= a_last + off:
-            continue
-        if src in a_in_b and src not in b_in_b:
-            if covered(a_merged, k):
-                res["range_ab"] += 1
-            else:
-                note("inj_b", k, {"src": _ip(src), "dst": _ip(dst), "ts_ns": ts})
-        elif covered(a_merged, k):
-            res["range_ba"] += 1
+        offset, owd = (ab[0] - ba[0]) // 2, (ab[0] + ba[0]) // 2
+    else:  # one direction only: the delay cannot be told from the offset
+        offset, owd = (ab[0] if ab else -ba[0]), None
+    reason = _refusal_after_match(offset, owd, same_ttl, sa, sb)
+    if reason:
+        return {**base, "status": "refused", "reason": reason}
+    # Sides: who sent each matched packet, and where it went, as each capture names them.
+    a_at_a: set[bytes] = set()
+    b_at_a: set[bytes] = set()
+    a_at_b: set[bytes] = set()
+    b_at_b: set[bytes] = set()
+    for (sid, did), (src_b, dst_b) in pairs.items():
+        if sid in a_ids:
+            a_at_a.add(addrs[sid])
+            b_at_a.add(addrs[did])
+            a_at_b.add(src_b)
+            b_at_b.add(dst_b)
         else:
-            note("lost_ba", k, {"ts_ns": ts})
+            b_at_a.add(addrs[sid])
+            a_at_a.add(addrs[did])
+            b_at_b.add(src_b)
+            a_at_b.add(dst_b)
+    res = _count(index, unmatched_b, addrs, sa, sb, shared, offset,
+                 (a_at_a - b_at_a, b_at_a - a_at_a, a_at_b - b_at_b, b_at_b - a_at_b))
 
     def ms(x: int | None) -> float | None:
         return None if x is None else round(x / 1e6, 3)
 
+    overlap = min(sa.last, sb.last - offset) - max(sa.first, sb.first - offset)
     return {
-        "capture_a": path_a,
-        "capture_b": path_b,
-        "host_a": ", ".join(sorted(_ip(addrs[s]) for s in a_ids)),
-        "host_b": ", ".join(sorted(_ip(a) for a in b_in_b)),
-        "host_a_as_seen_at_b": ", ".join(sorted(_ip(a) for a in a_in_b)),
-        "packets_b": b_packets,
-        "matched_a_to_b": len(ab),
-        "matched_b_to_a": len(ba),
-        "clock_offset_ms": ms(offset_ns),
+        **base, "status": "ok", "reason": "",
+        "host_a": ", ".join(sorted(_ip(x) for x in a_at_a - b_at_a)),
+        "host_b": ", ".join(sorted(_ip(x) for x in b_at_b - a_at_b)),
+        "host_a_as_seen_at_b": ", ".join(sorted(_ip(x) for x in a_at_b - b_at_b)),
+        "host_b_as_seen_at_a": ", ".join(sorted(_ip(x) for x in b_at_a - a_at_a)),
+        "shared_flows": len(shared), "flows_a": len(sa.flows), "flows_b": len(sb.flows),
+        "overlap_s": round(max(overlap, 0) / 1e9, 6),
+        "matched_a_to_b": len(ab), "matched_b_to_a": len(ba),
+        "clock_offset_ms": ms(offset),
+        "clock_warning": (f"the capture clocks differ by {duration_ns(abs(offset))} (check "
+                          "NTP); B's times are corrected by that offset"
+                          if abs(offset) > WARN_SKEW_NS else ""),
         "one_way_delay_ms": {
             "a_to_b_min": ms(owd), "b_to_a_min": ms(owd),
-            "a_to_b_median": ms(ab[len(ab) // 2] - off) if ab and offset_ns is not None else None,
-            "b_to_a_median": ms(ba[len(ba) // 2] + off) if ba and offset_ns is not None else None,
+            "a_to_b_median": ms(ab[len(ab) // 2] - offset) if ab and owd is not None else None,
+            "b_to_a_median": ms(ba[len(ba) // 2] + offset) if ba and owd is not None else None,
         },
-        "lost_a_to_b": res["lost_ab"],
-        "lost_b_to_a": res["lost_ba"],
-        "lost_examples_a_to_b": ex["lost_ab"],
-        "lost_examples_b_to_a": ex["lost_ba"],
-        "matched_by_byte_range": {"a_to_b": res["range_ab"], "b_to_a": res["range_ba"]},
-        "unsent_but_received_at_b": res["inj_b"],
-        "unsent_but_received_at_a": res["inj_a"],
-        "unsent_examples": ex["inj_b"] + ex["inj_a"],
-        "note": (
-            "clock offset = (min A->B delay - min B->A delay) / 2, assuming the fastest "
-            "packets see the same delay both ways" if offset_ns is not None else
-            "matched packets in only one direction: clock offset and delay cannot be separated"
-        ),
+        **res,
+        "note": ("clock offset = (min A->B delay - min B->A delay) / 2, assuming the fastest "
+                 "packets see the same delay both ways" if owd is not None else
+                 "matched packets in only one direction: the offset includes the one-way delay"),
     }
+
+
+def _refusal(sa: _Side, sb: _Side, shared: set[tuple[int, int, int]],
+             deltas: dict[int, list[int]]) -> str:
+    if not sa.packets or not sb.packets:
+        return f"capture {'A' if not sa.packets else 'B'} holds no IP packets"
+    if not shared:
+        return ("the captures share no flow (no protocol and port pair appears in both): they "
+                "are not two ends of the same traffic")
+    if not deltas:
+        return (f"no packet was seen at both ends ({len(shared)} flows share their ports, but "
+                "no IP ID, sequence and length match): different traffic, or a device in "
+                "between rewrites the packets")
+    return ""
+
+
+def _refusal_after_match(offset: int, owd: int | None, same_ttl: list[int], sa: _Side,
+                         sb: _Side) -> str:
+    same = same_ttl[1] and same_ttl[0] == same_ttl[1]
+    hint = (" Every matched packet has the same TTL in both captures: they look like one end "
+            "captured twice." if same else "")
+    if abs(offset) > MAX_SKEW_NS:
+        return (f"the matched packets would put the two clocks {duration_ns(abs(offset))} "
+                "apart, beyond any plausible clock skew: these captures were not taken at the "
+                "same time." + hint)
+    if owd is not None and owd < -NEGATIVE_DELAY_NS:
+        return (f"the one-way delay comes out negative ({duration_ns(owd)}): packets would "
+                "arrive before they were sent, so the captures are not the two ends of one "
+                "path (the same end twice, or edited timestamps)." + hint)
+    if min(sa.last, sb.last - offset) < max(sa.first, sb.first - offset):
+        return "the captures do not overlap in time once the clock offset is corrected"
+    return ""
+
+
+def _count(index: dict[tuple[int, ...], Any], unmatched_b: list[tuple[int, tuple[int, ...],
+           bytes, bytes]], addrs: list[bytes], sa: _Side, sb: _Side,
+           shared: set[tuple[int, int, int]], off: int,
+           sides: tuple[set[bytes], set[bytes], set[bytes], set[bytes]]) -> dict[str, Any]:
+    """Losses and injected packets each way, with examples and the packets left aside."""
+    a_at_a, b_at_a, a_at_b, b_at_b = sides
+    names = ("lost_ab", "lost_ba", "inj_b", "inj_a", "range_ab", "range_ba", "third_party",
+             "outside")
+    res = dict.fromkeys(names, 0)
+    ex: dict[str, list[dict[str, Any]]] = {k: [] for k in ("lost_ab", "lost_ba", "inj_b",
+                                                              "inj_a")}
+    per_flow: dict[str, list[int]] = {}
+    sizes = {"lost_ab": [1 << 30, 0, 0], "lost_ba": [1 << 30, 0, 0]}  # min, max, how many
+
+    ranges_a = {k: _merge(v) for k, v in sa.ranges.items()}
+    ranges_b = {k: _merge(v) for k, v in sb.ranges.items()}
+
+    def note(kind: str, k: tuple[int, ...], src: bytes, dst: bytes, ts: int) -> None:
+        res[kind] += 1
+        if kind in ("lost_ab", "lost_ba"):
+            label = _flow_label(k, src, dst)
+            row = per_flow.setdefault(label, [0, 0])
+            row[0 if kind == "lost_ab" else 1] += 1
+            size = sizes[kind]
+            dlen = k[7] if k[0] == 6 else 0
+            size[0], size[1] = min(size[0], dlen), max(size[1], dlen)
+            size[2] += 1
+        if len(ex[kind]) < MAX_EXAMPLES:
+            d = _key_desc(k)
+            d.update(src=_ip(src), dst=_ip(dst), ts_ns=ts)
+            ex[kind].append(d)
+
+    def by_range(k: tuple[int, ...], ranges: dict[tuple[int, int], list[tuple[int, int]]]
+                 ) -> bool:
+        if k[0] != 6 or k[7] <= 0:
+            return False
+        fd = (k[2], k[3])
+        if fd not in sa.offload and fd not in sb.offload:
+            return False  # no offload visible: segments are the wire's, identity decides
+        rs = ranges.get(fd)
+        return bool(rs) and _covered(rs or [], k[4], k[4] + k[7])
+
+    def judged(k: tuple[int, ...], t_other: int, other: _Side) -> bool:
+        """Was the other capture running when this packet passed it?"""
+        if t_other < other.first:
+            return False
+        return _flow_key(k) in shared or t_other <= other.last
+
+    # Seen at A, never at B.
+    for k, v in index.items():
+        for x in v if isinstance(v, list) else [v]:
+            t, src, dst = x >> 40, addrs[x & 0xFFFF], addrs[(x >> 16) & 0xFFFF]
+            if src in a_at_a and dst in b_at_a:
+                if not judged(k, t + off, sb):
+                    res["outside"] += 1
+                elif by_range(k, ranges_b):
+                    res["range_ab"] += 1
+                else:
+                    note("lost_ab", k, src, dst, t)
+            elif src in b_at_a and dst in a_at_a:
+                if not judged(k, t + off, sb):
+                    res["outside"] += 1
+                elif by_range(k, ranges_a):
+                    res["range_ba"] += 1  # GRO at A merged what B sent
+                else:
+                    note("inj_a", k, src, dst, t)
+            else:
+                res["third_party"] += 1
+    # Seen at B, never at A.
+    for ts, k, src, dst in unmatched_b:
+        if src in b_at_b and dst in a_at_b:
+            if not judged(k, ts - off, sa):
+                res["outside"] += 1
+            elif by_range(k, ranges_a):
+                res["range_ba"] += 1
+            else:
+                note("lost_ba", k, src, dst, ts)
+        elif src in a_at_b and dst in b_at_b:
+            if not judged(k, ts - off, sa):
+                res["outside"] += 1
+            elif by_range(k, ranges_b):
+                res["range_ab"] += 1
+            else:
+                note("inj_b", k, src, dst, ts)
+        else:
+            res["third_party"] += 1
+    flows = sorted(per_flow.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))[:10]
+    return {
+        "lost_a_to_b": res["lost_ab"], "lost_b_to_a": res["lost_ba"],
+        "lost_examples_a_to_b": ex["lost_ab"], "lost_examples_b_to_a": ex["lost_ba"],
+        "lost_by_flow": [{"flow": f, "a_to_b": n[0], "b_to_a": n[1]} for f, n in flows],
+        # TCP payload sizes of the lost packets (0 for anything else): all full-size is the
+        # mark of an MTU black hole
+        "lost_sizes": {"a_to_b": _sizes(sizes["lost_ab"]), "b_to_a": _sizes(sizes["lost_ba"])},
+        "matched_by_byte_range": {"a_to_b": res["range_ab"], "b_to_a": res["range_ba"]},
+        "unsent_but_received_at_b": res["inj_b"], "unsent_but_received_at_a": res["inj_a"],
+        "unsent_examples": ex["inj_b"] + ex["inj_a"],
+        "not_addressed_to_the_other_side": res["third_party"],
+        "outside_the_other_capture": res["outside"],
+    }
+
+
+def _sizes(s: list[int]) -> dict[str, int] | None:
+    return {"min_bytes": s[0], "max_bytes": s[1], "packets": s[2]} if s[2] else None
+
+
+def _flow_label(k: tuple[int, ...], src: bytes, dst: bytes) -> str:
+    if k[0] in (6, 17):
+        return f"{'tcp' if k[0] == 6 else 'udp'} {_ip(src)}:{k[2]} -> {_ip(dst)}:{k[3]}"
+    return f"proto {k[0]} {_ip(src)} -> {_ip(dst)}"
 
 
 def _key_desc(k: tuple[int, ...]) -> dict[str, Any]:

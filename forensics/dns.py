@@ -79,6 +79,14 @@ class DnsStats:
         self.latencies: list[tuple[float, str, str, int, int]] = []
         self.failures: list[dict[str, Any]] = []
         self.qtypes: dict[str, int] = {}
+        # open exchanges, one per (client, server, name, type) until answered: [first query
+        # frame, first query ts, queries sent, rcode of the answer (-1: none), answer ts, frame]
+        self.exchanges: dict[tuple[bytes, bytes, str, str], list[int]] = {}
+        self.answered: list[tuple[tuple[bytes, bytes, str, str], list[int]]] = []
+        # exchanges asked over TCP: an answer split over segments is not read, so none of them
+        # is called unanswered
+        self.over_tcp: set[tuple[bytes, bytes, str, str]] = set()
+        self._tcp = False
 
     def tcp_payload(self, buf: bytes, p: int, end: int, ts: int, frame: int, addrs: bytes,
                     alen: int, sport: int, dport: int) -> None:
@@ -87,7 +95,9 @@ class DnsStats:
             ln = (buf[p] << 8) | buf[p + 1]
             if ln < 12:
                 return
+            self._tcp = True
             self.message(buf, p + 2, min(end, p + 2 + ln), ts, frame, addrs, alen, sport, dport)
+            self._tcp = False
             p += 2 + ln
 
     def message(self, buf: bytes, p: int, end: int, ts: int, frame: int, addrs: bytes,
@@ -118,6 +128,12 @@ class DnsStats:
                 qts, qframe, qn, qt2 = q_hit
                 self.latencies.append(((ts - qts) / 1e6, qn or qname, qt2 or qtype, qframe, frame))
                 self.asked.pop((dst, qn, qt2), None)
+                ekey = (dst, src, qn or qname, qt2 or qtype)
+                ex = self.exchanges.pop(ekey, None)
+                if ex is not None:
+                    ex[3], ex[4], ex[5] = rcode, ts, frame
+                    if len(self.answered) < MAX_PENDING:
+                        self.answered.append((ekey, ex))
             if rcode and len(self.failures) < 200:
                 self.failures.append({
                     "frame": frame, "name": qname, "qtype": qtype,
@@ -130,6 +146,14 @@ class DnsStats:
                 self.qtypes[qtype] = self.qtypes.get(qtype, 0) + 1
             if len(self.pending) < MAX_PENDING:
                 self.pending[(addrs, sport, dport, txid)] = (ts, frame, qname, qtype)
+            ekey = (src, dst, qname, qtype)
+            ex = self.exchanges.get(ekey)
+            if ex is not None:
+                ex[2] += 1
+            elif len(self.exchanges) < MAX_PENDING:
+                self.exchanges[ekey] = [frame, ts, 1, -1, 0, 0]
+            if self._tcp and len(self.over_tcp) < MAX_PENDING:
+                self.over_tcp.add(ekey)
             akey = (src, qname, qtype)
             if akey in self.asked:
                 self.retries += 1
@@ -141,6 +165,34 @@ class DnsStats:
             elif len(self.asked) < MAX_PENDING:
                 self.asked[akey] = frame
 
+    def exchange_summary(self) -> dict[str, Any]:
+        """Outcome of each exchange (a client asking a server one name): what retries hide."""
+        out: dict[str, Any] = {"total": len(self.exchanges), "answered": 0, "unanswered": 0,
+                               "retried_then_answered": 0, "by_rcode": {},
+                               "unanswered_by_server": {}, "unanswered_examples": []}
+        everything = self.answered + list(self.exchanges.items())
+        out["total"] = len(everything)
+        for (client, server, name, qtype), (fr, _ts, n, rcode, _ats, _af) in sorted(
+                everything, key=lambda kv: kv[1][0]):
+            if rcode < 0:
+                if (client, server, name, qtype) in self.over_tcp:
+                    out["total"] -= 1
+                    continue
+                out["unanswered"] += 1
+                srv = _ip(server)
+                out["unanswered_by_server"][srv] = out["unanswered_by_server"].get(srv, 0) + n
+                if len(out["unanswered_examples"]) < MAX_EXAMPLES:
+                    out["unanswered_examples"].append({
+                        "frame": fr, "name": name, "qtype": qtype, "client": _ip(client),
+                        "server": srv, "queries": n})
+                continue
+            out["answered"] += 1
+            if n > 1:
+                out["retried_then_answered"] += 1
+            rc = RCODE_NAMES.get(rcode, str(rcode))
+            out["by_rcode"][rc] = out["by_rcode"].get(rc, 0) + 1
+        return out
+
     def summary(self) -> dict[str, Any]:
         """The semantic-JSON section."""
         unanswered = [
@@ -149,6 +201,7 @@ class DnsStats:
             for k, (_ts, fr, qn, qt) in self.pending.items()
         ]
         unanswered.sort(key=lambda u: str(u["frame"]).zfill(12))
+        exchanges = self.exchange_summary()
         slow = sorted(self.latencies, key=lambda x: -x[0])[:10]
         lat = sorted(x[0] for x in self.latencies)
         return {
@@ -157,7 +210,10 @@ class DnsStats:
             "rcodes": {RCODE_NAMES.get(k, str(k)): v for k, v in sorted(self.rcodes.items())},
             "rcode_numbers": {str(k): v for k, v in sorted(self.rcodes.items())},
             "query_types": dict(sorted(self.qtypes.items())),
-            "unanswered_queries": len(unanswered),
+            # query packets of the exchanges that never got an answer (retries included)
+            "unanswered_queries": sum(u for u in exchanges["unanswered_by_server"].values()),
+            "unanswered_pending": len(unanswered),
+            "exchanges": exchanges,
             "unanswered": unanswered[:MAX_EXAMPLES],
             "retries": self.retries,
             "retry_examples": self.retry_examples,

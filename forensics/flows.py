@@ -8,6 +8,7 @@ decided (the sender of the first SYN, as Zeek does) and the record becomes a dic
 from __future__ import annotations
 
 import ipaddress
+from functools import lru_cache
 from typing import Any
 
 # Indexes into a flow record.
@@ -33,7 +34,13 @@ F_SYNACK_TS = 18
 F_ACK_TS = 19
 F_EVIDENCE = 20  # first frames with an analysis flag or a reset
 F_LAST_FRAME = 21
-F_SIZE = 22
+F_DSEG0 = 22  # TCP segments carrying data, direction 0 (F_DSEG0 + 1: direction 1)
+F_DIAG = 24  # None, or the rarely needed facts the diagnosis reads (facts.FlowFacts)
+# IP references per direction, set by segments with a new history event (facts.note_event):
+F_TTL0 = 25  # TTL + 1 of the direction's first packet that is no RST (0: none yet)
+F_IPID0 = 27  # IPv4 ID of its latest new-event packet that is no RST (0: none)
+F_IPIDPK0 = 29  # the direction's packet count at that packet
+F_SIZE = 31
 
 # Seen-event bits and their Zeek history letters.
 S_SYN = 1
@@ -61,6 +68,7 @@ def new_flow(proto: int, addrs: bytes, sport: int, dport: int, ts: int, frame: i
     rec[F_HIST] = ""
     rec[F_TA] = None
     rec[F_EVIDENCE] = None
+    rec[F_DIAG] = None
     return rec
 
 
@@ -76,13 +84,16 @@ def note_events(rec: list[Any], direction: int, events: int) -> None:
             rec[F_HIST] += letter if direction == 0 else letter.lower()
 
 
+@lru_cache(maxsize=1 << 16)
+def address(raw: bytes) -> str:
+    """One packed address as text (cached: a capture repeats few addresses many times)."""
+    return str(ipaddress.ip_address(raw))
+
+
 def split_addrs(addrs: bytes) -> tuple[str, str]:
     """Render the packed source+destination bytes as two address strings."""
     half = len(addrs) // 2
-    return (
-        str(ipaddress.ip_address(addrs[:half])),
-        str(ipaddress.ip_address(addrs[half:])),
-    )
+    return address(addrs[:half]), address(addrs[half:])
 
 
 def conn_state(orig_seen: int, resp_seen: int) -> str:

@@ -10,6 +10,7 @@ import ipaddress
 from typing import Any
 
 MAX_EXAMPLES = 25
+MAX_FLOWS = 100_000
 
 UNREACH_CODES = {
     0: "network unreachable",
@@ -73,6 +74,9 @@ class IcmpStats:
         self.time_exceeded_from: dict[str, int] = {}
         self.echo_requests = 0
         self.echo_replies = 0
+        # (proto, src, sport, dst, dport) of each quoted flow -> [router, meaning, first frame,
+        # messages, frag-needed next-hop MTU or -1]: lets the diagnosis pin an error on its flow
+        self.by_flow: dict[tuple[str, str, int, str, int], list[Any]] = {}
 
     def packet(self, buf: bytes, l4: int, end: int, proto: int, frame: int, addrs: bytes,
                alen: int) -> None:
@@ -109,11 +113,24 @@ class IcmpStats:
                 "meaning": "packet too big" if too_big else names.get(code, f"code {code}"),
                 "quoted_flow": quote,
             }
+            if quote is not None and len(self.by_flow) < MAX_FLOWS:
+                fk = (quote["proto"], quote["src"], quote.get("sport", 0), quote["dst"],
+                      quote.get("dport", 0))
+                hit = self.by_flow.get(fk)
+                if hit is None:
+                    self.by_flow[fk] = [entry["from"], entry["meaning"], frame, 1, -1]
+                else:
+                    hit[3] += 1
             if (proto == 1 and itype == 3 and code == 4) or too_big:
                 mtu = (buf[l4 + 6] << 8) | buf[l4 + 7] if proto == 1 and l4 + 8 <= end else 0
                 if proto == 58 and l4 + 8 <= end:
                     mtu = int.from_bytes(buf[l4 + 4 : l4 + 8], "big")
                 entry["next_hop_mtu"] = mtu
+                if quote is not None:
+                    hit = self.by_flow.get((quote["proto"], quote["src"], quote.get("sport", 0),
+                                            quote["dst"], quote.get("dport", 0)))
+                    if hit is not None:
+                        hit[4] = mtu
                 if len(self.frag_needed) < MAX_EXAMPLES:
                     self.frag_needed.append(entry)
             elif len(self.unreachables) < MAX_EXAMPLES:

@@ -6,7 +6,11 @@ lines) because the investigation engine reads it through a shell that truncates 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from .compare_report import report_section, summary_lines
+from .wording import HISTORY_LEGEND, duration_ms, duration_ns, plural, state_legend, value
 
 EXEC_MAX_LINES = 50
 TOP_FINDINGS = 6
@@ -23,12 +27,18 @@ def _human_bytes(n: float) -> str:
 def executive_summary_lines(doc: dict[str, Any], title: str) -> list[str]:
     """The summary block (without a heading), short enough to survive truncation."""
     cap = doc["capture"]
-    lines = [
-        f"Capture `{title}`: {cap['packets']} packets, {_human_bytes(cap['bytes'])}, "
-        f"{cap['duration_s']:.1f} s, {doc['flow_count']} flows ({doc['tcp_flow_count']} TCP).",
-    ]
+    if not cap["packets"]:
+        lines = [f"Capture `{Path(cap['file']).name}`: empty (no packets recorded)."]
+    else:
+        lines = [
+            f"Capture `{Path(cap['file']).name}`: {plural(cap['packets'], 'packet')}, "
+            f"{_human_bytes(cap['bytes'])} over {duration_ns(cap['duration_s'] * 1e9)}, "
+            f"{plural(doc['flow_count'], 'flow')} ({doc['tcp_flow_count']} TCP).",
+        ]
     if cap["warnings"]:
         lines.append(f"WARNING: {cap['warnings'][0]}")
+    if "comparison" in doc:
+        lines += [""] + summary_lines(doc["comparison"])
     lines.append("")
     findings = doc["findings"]
     for f in findings[:TOP_FINDINGS]:
@@ -39,19 +49,33 @@ def executive_summary_lines(doc: dict[str, Any], title: str) -> list[str]:
         if ev:
             lines.append(f"   Evidence frames: {ev}")
     if len(findings) > TOP_FINDINGS:
-        lines.append(f"({len(findings) - TOP_FINDINGS} more finding(s) in the full report.)")
+        more = plural(len(findings) - TOP_FINDINGS, "more finding")
+        lines.append(f"({more} in the full report.)")
     ta = doc["tcp_analysis"]
     nonzero = ", ".join(f"{k} {v}" for k, v in ta.items() if v)
     lines.append("")
+    conns = doc["diagnosis"]["tcp_connections"]
+    if conns["total"]:
+        lines.append("TCP connections: " + ", ".join(
+            f"{v} {k.replace('_', ' ')}" for k, v in sorted(
+                conns["by_outcome"].items(), key=lambda kv: -kv[1])) + ".")
     lines.append(f"TCP analysis: {nonzero or 'no flags'}; resets {doc['tcp_resets']}.")
-    rc = doc["dns"]["rcodes"]
-    if doc["dns"]["queries"] or rc:
-        lines.append(
-            f"DNS: {doc['dns']['queries']} queries, answers "
-            + (", ".join(f"{k} {v}" for k, v in rc.items()) or "none")
-            + f", unanswered {doc['dns']['unanswered_queries']}."
-        )
+    lines += _dns_line(doc["dns"])
     return lines[:EXEC_MAX_LINES - 2]
+
+
+def _dns_line(dns: dict[str, Any]) -> list[str]:
+    rc = dns["rcodes"]
+    if not dns["queries"] and not rc:
+        return []
+    ex = dns["exchanges"]
+    return [
+        f"DNS: {plural(dns['queries'], 'query', 'queries')} for {plural(ex['total'], 'name')}"
+        f" (retries included), answers "
+        + (", ".join(f"{k} {v}" for k, v in rc.items()) or "none")
+        + (f"; {ex['unanswered']} of {plural(ex['total'], 'name')} never answered."
+           if ex["unanswered"] else "; every name answered.")
+    ]
 
 
 def executive_summary_md(doc: dict[str, Any], title: str) -> str:
@@ -72,6 +96,8 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
     cap = doc["capture"]
     L: list[str] = [f"# Forensic Report — {title}", ""]
     L += ["## Executive Summary", ""] + executive_summary_lines(doc, title) + [""]
+    if "comparison" in doc:
+        L += report_section(doc["comparison"])
     L += ["## Findings", ""]
     L += _table(["#", "severity", "finding", "evidence frames", "next step"], [
         [f["rank"], f["severity"], f["title"], ", ".join(map(str, f["evidence_frames"][:8])),
@@ -81,19 +107,40 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
     links = ", ".join(lt["name"] for lt in cap["link_types"]) or "unknown"
     L += [
         f"- file: `{cap['file']}` ({cap['format']}, link type {links}, snaplen {cap['snaplen']})",
-        f"- packets {cap['packets']}, bytes {cap['bytes']}, duration {cap['duration_s']} s",
+        f"- {plural(cap['packets'], 'packet')}, {plural(cap['bytes'], 'byte')}, duration "
+        f"{duration_ns(cap['duration_s'] * 1e9)}",
         f"- truncated packets {cap['truncated_packets']}, non-IP {cap['non_ip_packets']}, "
         f"undecodable {cap['undecodable_packets']}, IP fragments {cap['ip_fragments']}",
-        f"- offload: {'yes' if cap['offload']['likely'] else 'no sign'} "
-        f"(largest IP datagram {cap['offload']['largest_ip_datagram']} bytes)",
+        "- offload: " + (f"yes (largest IP datagram {cap['offload']['largest_ip_datagram']} "
+                         "bytes)" if cap["offload"]["likely"]
+                         else "no sign (no IP datagram above 1500 bytes)"),
     ]
     for w in cap["warnings"]:
         L.append(f"- WARNING: {w}")
     L += ["", "## TCP", ""]
     L += _table(["flag", "frames"], [[k, v] for k, v in doc["tcp_analysis"].items() if v])
+    states = doc["tcp_conn_states"]
     L += ["", f"RST packets: {doc['tcp_resets']}; connection states: "
-          + ", ".join(f"{k} {v}" for k, v in doc["tcp_conn_states"].items()), ""]
-    L += ["### Flows (problem flows first)", ""]
+          + (", ".join(f"{k} {v}" for k, v in states.items()) or "none"), ""]
+    if states:
+        L += [state_legend(sorted(states)), ""]
+    conns = doc["diagnosis"]["tcp_connections"]
+    if conns["total"]:
+        L += ["Connection outcomes: " + ", ".join(
+            f"{k.replace('_', ' ')} {v} ({conns['outcome_meanings'][k]})"
+            for k, v in conns["by_outcome"].items()), ""]
+    loss = doc["diagnosis"]["data_loss"]
+    if not loss["retransmitted"]:
+        L += [f"Data loss: none of {plural(loss['data_segments'], 'data segment')} was "
+              "retransmitted.", ""]
+    else:
+        segs = plural(loss["data_segments"], "data segment")
+        L += [f"Data loss: {loss['retransmitted']} of {segs} retransmitted (handshake retries "
+              "not included):", ""]
+        L += _table(["from", "to", "data segments", "retransmitted", "rate"], [
+            [d["from"], d["to"], d["data_segments"], d["retransmitted"],
+             f"{d['rate'] * 100:.1f} %"] for d in loss["by_direction"]]) + [""]
+    L += ["### Flows (problem flows first)", "", HISTORY_LEGEND + ".", ""]
     rows = []
     for fl in doc["flows"][:40]:
         rows.append([
@@ -101,16 +148,21 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
             fl.get("conn_state", ""), fl.get("history", ""),
             f"{fl['orig_packets']}/{fl['resp_packets']}",
             f"{fl['orig_bytes']}/{fl['resp_bytes']}",
-            fl.get("handshake_rtt_ms") or "",
+            duration_ms(fl["handshake_rtt_ms"]) if fl.get("handshake_rtt_ms") else "-",
             ", ".join(f"{k} {v}" for k, v in (fl.get("tcp_analysis") or {}).items()),
         ])
     L += _table(["proto", "orig", "resp", "state", "history", "pkts o/r", "bytes o/r",
-                 "hs rtt ms", "tcp analysis"], rows)
+                 "handshake", "tcp analysis"], rows)
     dns = doc["dns"]
+    ex = dns["exchanges"]
     L += ["", "## DNS", "",
-          f"queries {dns['queries']}, responses {dns['responses']}, unanswered "
-          f"{dns['unanswered_queries']}, retries {dns['retries']}, median answer "
-          f"{dns['median_answer_ms']} ms", ""]
+          f"{plural(dns['queries'], 'query', 'queries')} ({plural(dns['retries'], 'retry')}) "
+          f"for {plural(ex['total'], 'name')}, {plural(dns['responses'], 'response')}; "
+          f"{ex['unanswered']} of {plural(ex['total'], 'name')} never answered"
+          + (" (" + ", ".join(f"{s}: {n} queries" for s, n in ex["unanswered_by_server"].items())
+             + ")" if ex["unanswered_by_server"] else "")
+          + "; median answer time " + (duration_ms(dns["median_answer_ms"])
+                                        if dns["median_answer_ms"] is not None else "-"), ""]
     if dns["rcodes"]:
         L += _table(["rcode", "responses"], [[k, v] for k, v in dns["rcodes"].items()]) + [""]
     if dns["failures"]:
@@ -118,8 +170,8 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
             [f["frame"], f["name"], f["qtype"], f["rcode"], f["server"]] for f in dns["failures"]
         ]) + [""]
     if dns["slowest_answers"]:
-        L += _table(["ms", "name", "type", "query frame", "answer frame"], [
-            [s["ms"], s["name"], s["qtype"], s["query_frame"], s["answer_frame"]]
+        L += _table(["answer time", "name", "type", "query frame", "answer frame"], [
+            [duration_ms(s["ms"]), s["name"], s["qtype"], s["query_frame"], s["answer_frame"]]
             for s in dns["slowest_answers"][:5]
         ]) + [""]
     icmp = doc["icmp"]
@@ -129,8 +181,9 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
                     + [[f"v6 {k}", v] for k, v in icmp["icmpv6_type_code"].items()])
     for e in icmp["unreachables"] + icmp["fragmentation_needed"]:
         q = e.get("quoted_flow") or {}
-        L.append(f"- frame {e['frame']}: {e['meaning']} from {e['from']} about {q.get('proto')} "
-                 f"{q.get('src')}:{q.get('sport', '')} -> {q.get('dst')}:{q.get('dport', '')}"
+        L.append(f"- frame {e['frame']}: {e['meaning']} from {e['from']} about "
+                 f"{value(q.get('proto'))} {value(q.get('src'))}:{q.get('sport', '')} -> "
+                 f"{value(q.get('dst'))}:{q.get('dport', '')}"
                  + (f" (next-hop MTU {e['next_hop_mtu']})" if "next_hop_mtu" in e else ""))
     L += ["", "## TLS and HTTP", ""]
     L.append("TLS alerts: " + (", ".join(f"{k} {v}" for k, v in

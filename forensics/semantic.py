@@ -10,6 +10,7 @@ from typing import Any
 
 from . import tcp_analysis as T
 from .analyzer import Analyzer
+from .diagnosis import diagnose
 from .findings import build_findings
 from .flows import F_BYTES0, F_BYTES1, F_PKTS0, F_PKTS1, F_PROTO, flow_to_dict, split_addrs
 
@@ -64,8 +65,9 @@ def build_semantic(a: Analyzer, path: str, frame_flags: bool = False) -> dict[st
     tcp_flows = [r for r in a.flows if r[F_PROTO] == 6]
     states: dict[str, int] = {}
     flow_dicts: list[dict[str, Any]] = []
+    dicts: dict[int, dict[str, Any]] = {}
     for rec in flows_sorted:
-        d = flow_to_dict(rec)
+        d = dicts[id(rec)] = flow_to_dict(rec)
         if rec[F_PROTO] == 6:
             states[d["conn_state"]] = states.get(d["conn_state"], 0) + 1
         if len(flow_dicts) < MAX_FLOWS:
@@ -125,7 +127,9 @@ def build_semantic(a: Analyzer, path: str, frame_flags: bool = False) -> dict[st
         "top_talkers": _top_talkers(a),
     }
     doc.update(a.app.summary())
-    doc["findings"] = build_findings(doc, a)
+    diag = diagnose(a, dicts)
+    doc["diagnosis"] = diag.summary()
+    doc["findings"] = build_findings(doc, a, diag)
     if frame_flags:
         doc["frame_flags"] = {str(k): T.flag_names(v) for k, v in sorted(a.frame_flags.items())}
     return doc

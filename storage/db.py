@@ -7,6 +7,7 @@ file. PostgreSQL URLs written as ``postgresql://`` use psycopg 3.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,18 @@ def _sqlite_setup(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+#: what a JSON column that does not parse reads back as (SQLite stores JSON as text that
+#: anyone can edit); the investigation view reports it as a corrupted state, not a traceback
+CORRUPTED_JSON = "__ghost_corrupted_json__"
+
+
+def tolerant_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {CORRUPTED_JSON: f"malformed JSON ({exc.msg} at character {exc.pos})"}
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite files get their directory created."""
     url = normalise_url(url)
@@ -59,7 +72,8 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30})
+        engine = create_engine(url, connect_args={"timeout": 30},
+                               json_deserializer=tolerant_json)
         _sqlite_setup(engine)
         return engine
     connect_args: dict[str, Any] = {}

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from core.errors import ConcurrentUpdate, UnknownInvestigation
@@ -19,8 +19,9 @@ from core.session_state import (
     new_session_state,
 )
 from storage.clock import as_utc
-from storage.db import Database
+from storage.db import CORRUPTED_JSON, Database
 from storage.models import Investigation
+from storage.turns import add_turn
 
 #: Statuses with work for a worker to do; the others wait for a person or are finished.
 RUNNABLE_STATUSES = ("queued", "running")
@@ -57,6 +58,10 @@ class InvestigationView:
     audit_count: int
     engine_state: dict[str, Any] | None = None
     rca_markdown: str | None = None
+    #: why the stored §8 document cannot be read (malformed JSON, not an object); None if fine
+    corrupted: str | None = None
+    #: the lab scenario it runs against (``ghost demo``, GHOST_LAB); None for real Azure
+    lab: str | None = None
 
     @property
     def document(self) -> dict[str, Any]:
@@ -64,7 +69,17 @@ class InvestigationView:
         return {**self.state, CHECKSUM_FIELD: self.checksum}
 
 
+def _corruption(value: object) -> str | None:
+    if not isinstance(value, dict):
+        return f"the stored state is {type(value).__name__}, not a JSON object"
+    if CORRUPTED_JSON in value:
+        return str(value[CORRUPTED_JSON])
+    return None
+
+
 def _view(row: Investigation) -> InvestigationView:
+    corrupted = _corruption(row.state)
+    engine_broken = row.engine_state is not None and _corruption(row.engine_state)
     return InvestigationView(
         session_id=row.session_id,
         status=row.status,
@@ -74,7 +89,7 @@ def _view(row: Investigation) -> InvestigationView:
         channel_ref=row.channel_ref,
         thread_ref=row.thread_ref,
         conversation_ref=row.conversation_ref,
-        state=dict(row.state),
+        state={} if corrupted else dict(row.state),
         checksum=row.checksum,
         version=row.version,
         lease_owner=row.lease_owner,
@@ -82,9 +97,20 @@ def _view(row: Investigation) -> InvestigationView:
         created_at=as_utc(row.created_at) or row.created_at,
         updated_at=as_utc(row.updated_at) or row.updated_at,
         audit_count=row.audit_count,
-        engine_state=dict(row.engine_state) if row.engine_state is not None else None,
+        engine_state=(dict(row.engine_state) if row.engine_state is not None
+                      and not engine_broken else None),
         rca_markdown=row.rca_markdown,
+        corrupted=corrupted or (f"engine state: {engine_broken}" if engine_broken else None),
+        lab=row.lab,
     )
+
+
+def same_kind(lab: str | None, *, same_scenario: bool = False) -> ColumnElement[bool]:
+    """Investigations of this store's kind: lab sessions for a lab store (of its scenario with
+    ``same_scenario``), real ones otherwise."""
+    if not lab:
+        return Investigation.lab.is_(None)
+    return Investigation.lab == lab if same_scenario else Investigation.lab.is_not(None)
 
 
 class InvestigationRepo:
@@ -92,6 +118,8 @@ class InvestigationRepo:
 
     db: Database
     clock: Callable[[], datetime]
+    #: the lab scenario of this process (``ghost demo``, GHOST_LAB); None: real Azure
+    lab: str | None
 
     def create_investigation(
         self,
@@ -107,6 +135,7 @@ class InvestigationRepo:
         status: str = "queued",
         session_id: str | None = None,
         resumed_from: str | None = None,
+        lab: str | None = None,
     ) -> InvestigationView:
         """Insert a new investigation with a fresh §8 document.
 
@@ -141,6 +170,7 @@ class InvestigationRepo:
                 checksum=compute_checksum(state),
                 version=1,
                 audit_count=0,
+                lab=lab or self.lab,
             )
             try:
                 with self.db.session() as s, s.begin():
@@ -179,11 +209,14 @@ class InvestigationRepo:
         status: str | None = None,
         engine_state: Mapping[str, Any] | None = None,
         rca_markdown: str | None = None,
+        turns: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> InvestigationView:
         """Store a new §8 document with its recomputed checksum (compare-and-set on version).
 
-        The engine's bookkeeping and the RCA, when given, are saved in the same transaction, so
-        a crash never leaves the document and the loop's position out of step.
+        The engine's bookkeeping, the RCA and conversation ``turns`` (role, content), when
+        given, are saved in the same transaction, so a crash never leaves the document, the
+        loop's position and the history out of step (a model turn stored without the state
+        that says it was received would be sent to Gemini twice).
         """
         self.db.ensure_ready()
         body = {k: v for k, v in state.items() if k != CHECKSUM_FIELD}
@@ -211,6 +244,8 @@ class InvestigationRepo:
                 row.engine_state = dict(engine_state)
             if rca_markdown is not None:
                 row.rca_markdown = rca_markdown
+            for role, content in turns:
+                add_turn(s, session_id, role, content, self.clock())
             s.flush()
             return _view(row)
 
@@ -244,7 +279,8 @@ class InvestigationRepo:
 
         ``platforms`` limits the claim to investigations a worker can serve: a chat worker
         passes its chat platforms so that it never takes over a ``ghost investigate`` running
-        (or interrupted) in somebody's terminal.
+        (or interrupted) in somebody's terminal. A lab store claims only lab sessions of its
+        scenario and a real one only real sessions (the brain and the tools differ).
 
         PostgreSQL: ``SELECT … FOR UPDATE SKIP LOCKED`` so that concurrent workers never wait
         on, or take, the same row. SQLite (one process): the conditional UPDATE below is the
@@ -255,7 +291,8 @@ class InvestigationRepo:
         free = or_(Investigation.lease_owner.is_(None), Investigation.lease_expires_at < now)
         candidates = (
             select(Investigation.session_id)
-            .where(Investigation.status.in_(RUNNABLE_STATUSES), free)
+            .where(Investigation.status.in_(RUNNABLE_STATUSES), free,
+                   same_kind(self.lab, same_scenario=True))
             .order_by(Investigation.updated_at)
             .limit(1 if self.db.dialect == "postgresql" else 10)
         )
@@ -287,6 +324,23 @@ class InvestigationRepo:
                 .where(Investigation.session_id == session_id,
                        Investigation.lease_owner == owner)
                 .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
+            )
+            return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    def take_lease(self, session_id: str, owner: str, *, lease_seconds: float = 60.0) -> bool:
+        """Lease one investigation to ``owner`` (a terminal run) if nobody else holds a
+        current lease on it; False when another live process does."""
+        self.db.ensure_ready()
+        now = self.clock()
+        with self.db.session() as s, s.begin():
+            result = s.execute(
+                update(Investigation)
+                .where(Investigation.session_id == session_id,
+                       or_(Investigation.lease_owner.is_(None),
+                           Investigation.lease_owner == owner,
+                           Investigation.lease_expires_at < now))
+                .values(lease_owner=owner,
+                        lease_expires_at=now + timedelta(seconds=lease_seconds))
             )
             return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 

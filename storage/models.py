@@ -55,6 +55,8 @@ class Investigation(Base):
     audit_head: Mapped[str | None] = mapped_column(String(64))
     engine_state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     rca_markdown: Mapped[str | None] = mapped_column(Text)
+    #: the lab scenario (shipped name or file path) this investigation ran against; None: Azure
+    lab: Mapped[str | None] = mapped_column(String(512))
 
 
 class ConversationTurn(Base):

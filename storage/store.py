@@ -20,10 +20,14 @@ class Store(InvestigationRepo, AuditRepo, TaskRepo, TurnRepo, ApprovalRepo, Leas
             ChatEventRepo):
     """SQL persistence for investigations, turns, approvals, audit and task events."""
 
-    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now,
+                 lab: str | None = None) -> None:
         self.db = db
         self.clock = clock
+        #: set in a lab process: new investigations are lab sessions of this scenario, and
+        #: claims and cross-session task reads see lab sessions only (never real ones)
+        self.lab = lab
 
     @classmethod
-    def from_url(cls, url: str, *, auto_migrate: bool = False) -> Store:
-        return cls(Database(url, auto_migrate=auto_migrate))
+    def from_url(cls, url: str, *, auto_migrate: bool = False, lab: str | None = None) -> Store:
+        return cls(Database(url, auto_migrate=auto_migrate), lab=lab)

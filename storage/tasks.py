@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import func, select
 
 from storage.db import Database
-from storage.models import TaskEvent
+from storage.investigations import same_kind
+from storage.models import Investigation, TaskEvent
 
 
 class TaskRepo:
@@ -17,6 +18,13 @@ class TaskRepo:
 
     db: Database
     clock: Callable[[], datetime]
+    lab: str | None
+
+    def _own_kind(self) -> Any:
+        """Task events of this store's kind of session (lab or real), for reads across
+        sessions: a real orphan scan never sees lab tasks, nor a lab scan real ones."""
+        return TaskEvent.session_id.in_(
+            select(Investigation.session_id).where(same_kind(self.lab)))
 
     def append_task_event(self, session_id: str, record: Mapping[str, Any]) -> None:
         """Append the full task record after a transition (never an update in place)."""
@@ -50,6 +58,8 @@ class TaskRepo:
         newest = select(func.max(TaskEvent.id).label("id")).group_by(TaskEvent.task_id)
         if session_id is not None:
             newest = newest.where(TaskEvent.session_id == session_id)
+        else:
+            newest = newest.where(self._own_kind())
         query = select(TaskEvent).where(TaskEvent.id.in_(newest.scalar_subquery()))
         with self.db.session() as s:
             rows = s.scalars(query.order_by(TaskEvent.id))
@@ -59,7 +69,7 @@ class TaskRepo:
         self.db.ensure_ready()
         with self.db.session() as s:
             row = s.scalars(
-                select(TaskEvent).where(TaskEvent.task_id == task_id)
+                select(TaskEvent).where(TaskEvent.task_id == task_id, self._own_kind())
                 .order_by(TaskEvent.id.desc()).limit(1)
             ).first()
             return None if row is None else dict(row.record)

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from core.errors import UnknownInvestigation
 from storage.db import Database
@@ -25,22 +26,7 @@ class TurnRepo:
         with self.db.session() as s, s.begin():
             if s.get(Investigation, session_id, with_for_update=True) is None:
                 raise UnknownInvestigation(session_id)
-            last = s.scalar(
-                select(func.max(ConversationTurn.seq)).where(
-                    ConversationTurn.session_id == session_id
-                )
-            )
-            seq = (last or 0) + 1
-            s.add(
-                ConversationTurn(
-                    session_id=session_id,
-                    seq=seq,
-                    role=role,
-                    content=dict(content),
-                    created_at=self.clock(),
-                )
-            )
-            return seq
+            return add_turn(s, session_id, role, content, self.clock())
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """``[{"seq", "role", "content"}]`` in order."""
@@ -52,3 +38,15 @@ class TurnRepo:
                 .order_by(ConversationTurn.seq)
             )
             return [{"seq": r.seq, "role": r.role, "content": r.content} for r in rows]
+
+
+def add_turn(s: Session, session_id: str, role: str, content: Mapping[str, Any],
+             now: datetime) -> int:
+    """Add one turn inside the caller's transaction (the investigation row is locked)."""
+    last = s.scalar(
+        select(func.max(ConversationTurn.seq)).where(ConversationTurn.session_id == session_id)
+    )
+    seq = (last or 0) + 1
+    s.add(ConversationTurn(session_id=session_id, seq=seq, role=role, content=dict(content),
+                           created_at=now))
+    return seq

@@ -1,8 +1,9 @@
 """The import rules of DESIGN.md "Layers", checked on the source, not remembered.
 
-Arrows point down: bot → cloud | storage | forensics → core. core imports no chat SDK, no
+Arrows point down: bot → cloud | storage | forensics | lab → core. core imports no chat SDK, no
 SQLAlchemy, no Azure SDK, no scapy, and only its executor may import subprocess; forensics
-imports nothing else of the project.
+imports nothing else of the project; lab (the simulated estate) may use core and forensics, and
+no SDK: it must run on a fresh machine with no Azure, no chat and no database.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("bot", "cloud", "core", "forensics", "storage")
+PROJECT = ("bot", "cloud", "core", "forensics", "lab", "storage")
 SDKS = ("slack_bolt", "slack_sdk", "botbuilder", "botframework", "sqlalchemy", "alembic",
         "azure", "scapy", "google", "aiohttp", "apscheduler", "psycopg", "pydantic_settings")
 ALLOWED = {
@@ -21,6 +22,7 @@ ALLOWED = {
     "forensics": set(),
     "storage": {"core"},
     "cloud": {"core"},
+    "lab": {"core", "forensics"},
     "bot": set(PROJECT),
 }
 SUBPROCESS_OK = {"core/safety/executor.py"}
@@ -66,6 +68,19 @@ def test_core_imports_no_sdk_and_no_subprocess_outside_the_executor() -> None:
                 bad.append(f"{rel} imports {name}")
             if top in ("subprocess", "os.system", "pty") and rel not in SUBPROCESS_OK:
                 bad.append(f"{rel} imports {name} (only the executor may run processes)")
+    assert not bad, "\n".join(bad)
+
+
+def test_lab_imports_no_sdk_and_runs_no_process() -> None:
+    """The lab answers from its scenario: no Azure/chat SDK, no database, no subprocess (the
+    capture analysis it needs runs through the shell's executor, in core)."""
+    bad = []
+    for path in _sources("lab"):
+        rel = path.relative_to(ROOT).as_posix()
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top in SDKS or top in ("subprocess", "pty", "socket", "requests", "httpx"):
+                bad.append(f"{rel} imports {name}")
     assert not bad, "\n".join(bad)
 
 

@@ -12,7 +12,7 @@ import sys
 from typing import TextIO
 
 from bot.settings import Settings, load_settings
-from bot.terminal import Prompter, banner, closing_banner
+from bot.terminal import Prompter, TerminalLease, banner, closing_banner
 from core.errors import GhostError
 from core.session_state import ChecksumStatus, check_checksum
 
@@ -32,6 +32,10 @@ def resume_hint(session_id: str) -> str:
 
 
 def investigate(args: argparse.Namespace) -> int:
+    if getattr(args, "detach", False) or getattr(args, "json", False):
+        from bot.contract.detach import detach  # create it for a `ghost worker`, print its id
+
+        return detach(args)
     settings = load_settings()
     if args.model:
         settings.model = args.model
@@ -53,10 +57,16 @@ def run(settings: Settings, *, symptom: str | None, resume: str | None,
     store = build_store(settings)
     engine, orchestrators = build_engine(settings, store, prompter=prompter, out=out)
     session_id = ""
+    lease: TerminalLease | None = None
     symptom = (symptom or "").strip() or None
     try:
+        fresh_from: str | None = None
         if resume:
-            session_id = _resume(store, engine, resume, prompter, out, settings)
+            session_id, fresh_from = _resume(store, engine, resume, prompter, out, settings)
+            if session_id:
+                lease = _hold(store, session_id, settings)
+            else:  # Fresh: a new investigation of the same symptom, tied to the old one
+                symptom = symptom or store.get_investigation(resume).symptom.strip() or None
             if session_id and not store.turns(session_id):
                 # interrupted before the symptom was given: start it now
                 symptom = symptom or store.get_investigation(session_id).symptom.strip()
@@ -64,8 +74,10 @@ def run(settings: Settings, *, symptom: str | None, resume: str | None,
         if not session_id:
             inv = store.create_investigation(
                 symptom=symptom or "", model=settings.model, audit_dir=str(settings.audit_dir),
-                requested_by=prompter_user(), platform="terminal", status="queued")
+                requested_by=prompter_user(), platform="terminal", status="queued",
+                resumed_from=fresh_from)
             session_id = inv.session_id
+            lease = _hold(store, session_id, settings)
             banner(session_id, out)
             from bot.startup import orphan_check
 
@@ -80,6 +92,18 @@ def run(settings: Settings, *, symptom: str | None, resume: str | None,
         out.write(f"\n[ERROR] {exc.message}\n{resume_hint(session_id)}\n")
         out.flush()
         return 1
+    finally:
+        if lease is not None:
+            lease.release()
+
+
+def _hold(store: object, session_id: str, settings: Settings) -> TerminalLease:
+    """This process's lease on the investigation, renewed while it lives."""
+    lease = TerminalLease(store, session_id, seconds=settings.lease_seconds)
+    if not lease.acquire():
+        raise Aborted(f"Investigation {session_id} is being run by another live process.",
+                      "Wait for it to finish (or stop it) and resume again.")
+    return lease
 
 
 def _begin(engine: object, store: object, session_id: str, symptom: str | None,
@@ -114,8 +138,9 @@ def store_symptom(store: object, session_id: str, symptom: str) -> None:
 
 
 def _resume(store: object, engine: object, session_id: str, prompter: Prompter, out: TextIO,
-            settings: Settings) -> str:
-    """Load a saved investigation; "" means the user chose a fresh one."""
+            settings: Settings) -> tuple[str, str | None]:
+    """Load a saved investigation: (its id, None), or ("", the old id) when the user chose a
+    fresh one (ghost-design §9: a corrupted state offers [F]resh / [A]bort)."""
     from core.engine.loop import Engine
     from storage.store import Store
 
@@ -123,20 +148,22 @@ def _resume(store: object, engine: object, session_id: str, prompter: Prompter, 
     inv = store.get_investigation(session_id)
     doc = inv.document
     warning = None
-    corrupted = not isinstance(inv.state, dict) or inv.state.get("session_id") != session_id
+    corrupted = inv.corrupted or (None if inv.state.get("session_id") == session_id
+                                  else "it does not name this session")
     if corrupted:
-        out.write("Warning: session state corrupted.\n")
+        out.write(f"Warning: session state corrupted ({corrupted}).\n")
         choice = prompter.choose("[F]resh session / [A]bort > ", {"f": "fresh", "a": "abort"})
         if choice != "fresh":
-            raise Aborted("Aborted: the saved session state is corrupted.")
-        return ""
+            raise Aborted("Aborted: the saved session state is corrupted.",
+                          "Start a new investigation, or resume again and choose Fresh.")
+        return "", session_id
     if check_checksum(doc) is ChecksumStatus.MISMATCH:
         out.write("Warning: session state checksum mismatch — it may have been modified "
                   "outside Ghost.\n")
         choice = prompter.choose("[C]ontinue anyway  [F]resh session  [A]bort > ",
                                  {"c": "continue", "f": "fresh", "a": "abort"})
         if choice == "fresh":
-            return ""
+            return "", session_id
         if choice != "continue":
             raise Aborted("Aborted: session checksum mismatch.")
         warning = ("The session state's checksum did not match when it was resumed; the "
@@ -144,7 +171,7 @@ def _resume(store: object, engine: object, session_id: str, prompter: Prompter, 
     banner(session_id, out)
     out.write(f"Resuming {session_id}: {inv.symptom}\n")
     engine.mark_resumed(session_id, integrity_warning=warning)
-    return session_id
+    return session_id, None
 
 
 def _decide_open_approval(engine: object, store: object, approval_id: str | None) -> bool:
@@ -218,5 +245,6 @@ def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
                 out.write(outcome.rca_markdown + "\n")
             closing_banner(out, path=outcome.rca_path, confidence=str(rca.get("confidence")),
                            turns=int(inv.state.get("turn_count") or 0),
-                           duration_s=rca.get("duration_s"))
+                           duration_s=rca.get("duration_s"), error=outcome.rca_error,
+                           already_done=outcome.already_done)
             return 0

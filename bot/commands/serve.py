@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 import threading
 from typing import Any
 
@@ -24,12 +23,13 @@ class MissingSetting(GhostError):
 
 
 def _setup_logging() -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from bot.logging_setup import configure
+
+    configure()  # GHOST_LOG_FORMAT=json: JSON lines with the session id (bot/logging_setup.py)
 
 
 def _require_gemini(settings: Settings) -> None:
-    if not settings.gemini_api_key:
+    if not settings.gemini_api_key and not settings.lab:  # GHOST_LAB: the replay can answer
         raise MissingSetting("GEMINI_API_KEY is not set.",
                              "Set it in the environment or .env (see .env.example).")
 
@@ -87,9 +87,21 @@ def serve(args: argparse.Namespace) -> int:
     stop = _stop_event()
     scheduler = _background(services, settings, stop, run_worker=run_worker)[0]
     teams_runner = _serve_teams(teams, args.host, settings.teams_port) if teams else None
+    from bot.health import Readiness
+    from bot.slack.http import make_server
+
+    ready = Readiness(store.db)
+    port = args.port or settings.port
+    probes: Any = None
     try:
+        if slack is None or socket_mode:
+            # no Slack HTTP server: /healthz and /readyz on $PORT for the platform's probes
+            probes = _probe_server(args.host, port, ready, teams_port=settings.teams_port
+                                   if teams else None)
         if slack is None:
             stop.wait()
+            if probes is not None:
+                probes.shutdown()
         elif socket_mode:
             from bot.slack.socket_mode import connect_socket_mode
 
@@ -98,11 +110,10 @@ def serve(args: argparse.Namespace) -> int:
                      " with a worker" if run_worker else "")
             stop.wait()
             handler.close()
+            if probes is not None:
+                probes.shutdown()
         else:
-            from bot.slack.http import make_server
-
-            port = args.port or settings.port
-            server = make_server(slack.app, args.host, port)
+            server = make_server(slack.app, args.host, port, ready)
             log.info("Ghost listens on http://%s:%d/slack/events%s.", args.host, port,
                      " with a worker" if run_worker else "")
             threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -116,6 +127,25 @@ def serve(args: argparse.Namespace) -> int:
 
             stop_server(teams, teams_runner)
     return 0
+
+
+def _probe_server(host: str, port: int, ready: Any, *, teams_port: int | None) -> Any:
+    """A server answering only /healthz and /readyz, unless Teams already has that port."""
+    from bot.slack.http import make_server
+
+    if teams_port == port:
+        log.info("No /readyz: the Teams endpoint uses port %d; set PORT to another port for "
+                 "the probes.", port)
+        return None
+    try:
+        server = make_server(None, host, port, ready)
+    except OSError as exc:  # probes are for platforms; Slack/Teams work without them
+        log.warning("No /healthz or /readyz: cannot listen on %s:%d (%s); set PORT to a free "
+                    "port.", host, port, exc.strerror or exc)
+        return None
+    threading.Thread(target=server.serve_forever, daemon=True, name="ghost-probes").start()
+    log.info("Probes on http://%s:%d/healthz and /readyz.", host, port)
+    return server
 
 
 def _teams(settings: Settings, store: Any, slack: Any) -> Any:
@@ -144,10 +174,16 @@ def worker(args: argparse.Namespace) -> int:
     _require_gemini(settings)
     # the worker posts into Slack and/or Teams but receives nothing: no signing secret needed
     store = build_store(settings)
-    slack = build_slack(settings, store, socket_mode=True) \
-        if settings.slack_bot_token or not settings.teams_configured else None
-    teams = _teams(settings, store, slack)
-    services: Any = teams or slack
+    if not settings.slack_bot_token and not settings.teams_configured:
+        # no chat configured: it runs what `ghost investigate --detach` queued (agent contract)
+        from bot.contract.detach import cli_services
+
+        services: Any = cli_services(settings, store)
+    else:
+        slack = build_slack(settings, store, socket_mode=True) \
+            if settings.slack_bot_token or not settings.teams_configured else None
+        teams = _teams(settings, store, slack)
+        services = teams or slack
     if args.once:
         from bot.worker import Worker
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from bot.bootstrap import build_store
 from core.session_state import ChecksumStatus, check_checksum
@@ -11,6 +12,20 @@ from core.session_state import ChecksumStatus, check_checksum
 
 def show(args: argparse.Namespace) -> int:
     inv = build_store().get_investigation(args.session_id)
+    if inv.corrupted and getattr(args, "json", False):  # the contract's error document
+        from bot.contract.codes import Code, ContractError
+
+        raise ContractError(Code.INTEGRITY_FAILED, f"The saved state of {inv.session_id} is "
+                            f"corrupted: {inv.corrupted}.",
+                            f"Start afresh with `ghost investigate --resume {inv.session_id}` "
+                            f"or read its audit log with `ghost audit export {inv.session_id}`.")
+    if inv.corrupted:
+        # one line, no traceback: what is wrong and what to do (ghost-design §9)
+        print(f"Investigation {inv.session_id} ({inv.status}, {inv.symptom[:60]!r}): its "
+              f"saved state is corrupted: {inv.corrupted}. Resume it with `ghost investigate "
+              f"--resume {inv.session_id}` to start a fresh one, or read its audit log with "
+              f"`ghost audit export {inv.session_id}`.", file=sys.stderr)
+        return 1
     doc = inv.document
     if args.json:
         print(json.dumps(doc, indent=2, ensure_ascii=False))
@@ -20,6 +35,8 @@ def show(args: argparse.Namespace) -> int:
     print(f"status:      {inv.status}")
     print(f"symptom:     {inv.symptom}")
     print(f"requested:   {inv.requested_by or '-'} via {inv.platform}")
+    if inv.lab:
+        print(f"lab:         {inv.lab} (a simulated estate; nothing ran against Azure)")
     print(f"created:     {doc.get('created_at')}")
     print(f"turns:       {doc.get('turn_count')}")
     print(f"hypotheses:  {len(doc.get('hypothesis_log') or [])}"
@@ -33,11 +50,17 @@ def show(args: argparse.Namespace) -> int:
 
 
 def list_sessions(args: argparse.Namespace) -> int:
+    if getattr(args, "json", False) or getattr(args, "status", None) or \
+            getattr(args, "since", None):  # the contract's list (docs/agent-contract.md)
+        from bot.contract.sessions import list_sessions as contract_list
+
+        return contract_list(args)
     rows = build_store().list_investigations(limit=args.limit)
     if not rows:
         print("No investigations yet.")
         return 0
     for inv in rows:
+        lab = "[lab] " if inv.lab else ""  # ran against the simulated estate (docs/lab.md)
         print(f"{inv.session_id:28} {inv.status:18} {inv.created_at:%Y-%m-%d %H:%M}  "
-              f"{inv.symptom[:60]}")
+              f"{lab}{inv.symptom[:60]}")
     return 0

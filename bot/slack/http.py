@@ -1,5 +1,8 @@
 """HTTP mode: a threaded server handing Slack's requests to the bolt app (replicas behind a
-load balancer). ``GET /healthz`` answers 200 for the load balancer's probe.
+load balancer). ``GET /healthz`` answers 200 while the process runs (liveness); ``GET /readyz``
+answers 200 when ``ready()`` says so and 503 otherwise (readiness: the database). The port is
+public, so the reason goes to the log, not into the answer.
+Without a bolt app it serves only those two (Socket Mode and Teams-only replicas).
 
 bolt's own ``app.start()`` is a development server; this one is threaded so that one slow
 request does not hold up the acks behind it.
@@ -8,7 +11,7 @@ request does not hold up the acks behind it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlparse
@@ -20,7 +23,8 @@ log = logging.getLogger(__name__)
 PATHS = ("/slack/events", "/slack/commands", "/slack/interactive")
 
 
-def make_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
+def make_server(app: App | None, host: str, port: int,
+                ready: Callable[[], tuple[bool, str]] | None = None) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -28,13 +32,18 @@ def make_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
             log.debug("%s " + fmt, self.address_string(), *args)
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            if urlparse(self.path).path == "/healthz":
+            path = urlparse(self.path).path
+            if path == "/healthz":
                 self._reply(200, b"ok", {"content-type": "text/plain"})
+            elif path == "/readyz":
+                ok = ready()[0] if ready is not None else True
+                self._reply(200 if ok else 503, b"ready" if ok else b"not ready",
+                            {"content-type": "text/plain"})
             else:
                 self._reply(404, b"not found", {"content-type": "text/plain"})
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            if urlparse(self.path).path not in PATHS:
+            if app is None or urlparse(self.path).path not in PATHS:
                 self._reply(404, b"not found", {"content-type": "text/plain"})
                 return
             length = int(self.headers.get("Content-Length") or 0)

@@ -17,13 +17,18 @@ from typing import Any
 
 from aiohttp import web
 from botbuilder.core import BotAdapter, TurnContext
+from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity
+from msrest.serialization import Model
 
 from bot.chat.decisions import Decider
 from bot.chat.ports import ChatPort
 from bot.chat.runtime import ChatRuntime
 from bot.settings import Settings
+from bot.teams.auth import ISSUER, ChannelTokens, GhostAuthentication, SigningKeys
 from bot.teams.bot import GhostTeamsBot
+from bot.teams.files import ChannelFiles
+from bot.teams.identity import BOT_FRAMEWORK_SCOPE, BotIdentity, SharedCredentialFactory
 from bot.teams.loop import LoopThread
 from bot.teams.port import Delivery, TeamsDirectory, TeamsPort
 from core.errors import GhostError
@@ -46,6 +51,7 @@ class TeamsServices:
     decider: Decider
     store: Any
     loop: LoopThread
+    identity: BotIdentity
 
 
 def check_settings(settings: Settings) -> None:
@@ -67,19 +73,47 @@ def check_settings(settings: Settings) -> None:
                                   "Set it to your Entra ID tenant id.")
 
 
-def cloud_adapter(settings: Settings) -> BotAdapter:
-    """botbuilder's CloudAdapter with the configured identity (secret or managed identity)."""
-    from botbuilder.integration.aiohttp import (
-        CloudAdapter,
-        ConfigurationBotFrameworkAuthentication,
-    )
+class GhostCloudAdapter(CloudAdapter):  # type: ignore[misc]
+    """``CloudAdapter`` whose invoke responses survive its own ``process``.
+
+    botbuilder 4.17 serializes an invoke response twice: ``ActivityHandler`` stores the body
+    already as a dict (``_create_invoke_response`` calls ``serializer_helper``), and
+    ``CloudAdapter.process`` calls ``serializer_helper`` on it again, which fails on a dict
+    (``'dict' object has no attribute 'is_xml_model'``) — every card click answered 500. A
+    body that is already a dict is handed on wrapped in a model that serializes to itself.
+    """
+
+    def _process_turn_results(self, context: TurnContext) -> Any:
+        response = super()._process_turn_results(context)
+        if response is not None and isinstance(getattr(response, "body", None), dict):
+            response.body = _Serialized(additional_properties=response.body)
+        return response
+
+
+class _Serialized(Model):  # type: ignore[misc]
+    """A JSON object msrest writes out as it is (its keys are the model's extra properties)."""
+
+    _attribute_map = {"additional_properties": {"key": "", "type": "{object}"}}
+
+
+def cloud_adapter(settings: Settings, identity: BotIdentity,
+                  keys: SigningKeys | None = None) -> BotAdapter:
+    """The CloudAdapter with Ghost's token check and the process's one identity."""
+    from botbuilder.integration.aiohttp import ConfigurationBotFrameworkAuthentication
 
     check_settings(settings)
-    config = SimpleNamespace(APP_ID=settings.teams_app_id,
-                             APP_PASSWORD=settings.teams_app_password,
-                             APP_TYPE=settings.teams_app_type,
-                             APP_TENANTID=settings.teams_app_tenant_id)
-    return CloudAdapter(ConfigurationBotFrameworkAuthentication(config))
+    config = SimpleNamespace(
+        APP_ID=settings.teams_app_id, APP_PASSWORD=settings.teams_app_password,
+        APP_TYPE=settings.teams_app_type, APP_TENANTID=settings.teams_app_tenant_id,
+        TO_CHANNEL_FROM_BOT_LOGIN_URL=identity.authority(),
+        TO_CHANNEL_FROM_BOT_OAUTH_SCOPE=BOT_FRAMEWORK_SCOPE,
+        TO_BOT_FROM_CHANNEL_TOKEN_ISSUER=ISSUER,
+        TO_BOT_FROM_CHANNEL_OPENID_METADATA_URL=settings.teams_openid_url)
+    inner = ConfigurationBotFrameworkAuthentication(
+        config, credentials_factory=SharedCredentialFactory(identity))
+    keys = keys or SigningKeys(settings.teams_openid_url, identity.http)
+    tokens = ChannelTokens(str(settings.teams_app_id), keys)
+    return GhostCloudAdapter(GhostAuthentication(inner, tokens))
 
 
 def teams_policy(settings: Settings) -> ApprovalPolicy:
@@ -91,26 +125,31 @@ def build_teams(settings: Settings, store: Any, *, adapter: BotAdapter | None = 
                 brain: Any = None, loop: LoopThread | None = None,
                 groups: Callable[[str, list[str]], set[str]] | None = None,
                 other_ports: dict[str, ChatPort] | None = None,
-                delivery: Delivery | None = None) -> TeamsServices:
+                delivery: Delivery | None = None, identity: BotIdentity | None = None,
+                files: ChannelFiles | None = None) -> TeamsServices:
     """The Teams services; ``other_ports`` (e.g. Slack's) share the one runtime and worker.
 
     ``delivery`` paces and retries posts (tests pass one with a fake clock and sleep).
+    ``identity`` is the process's one Entra ID identity (tokens for the connector and Graph).
     """
     from bot.bootstrap import build_chat_engine
     from bot.teams.graph import graph_groups
 
-    adapter = adapter or cloud_adapter(settings)
+    identity = identity or BotIdentity(settings)
+    adapter = adapter or cloud_adapter(settings, identity)
     loop = loop or LoopThread()
     policy = teams_policy(settings)
-    port = TeamsPort(adapter, settings.teams_app_id, store, loop, policy, delivery)
+    files = files if files is not None else ChannelFiles(settings.graph_url, identity)
+    port = TeamsPort(adapter, settings.teams_app_id, store, loop, policy, delivery, files)
     ports: dict[str, ChatPort] = {**(other_ports or {}), PLATFORM: port}
     runtime = build_chat_engine(settings, store, brain=brain, port_for=ports.get)
-    directory = TeamsDirectory(groups if groups is not None else graph_groups(settings))
+    directory = TeamsDirectory(groups if groups is not None
+                               else graph_groups(settings, identity))
     decider = Decider(store, runtime.shell_for, policy, directory)
     bot = GhostTeamsBot(runtime, decider, port)
     adapter.on_turn_error = _on_turn_error
     return TeamsServices(bot=bot, adapter=adapter, port=port, runtime=runtime, decider=decider,
-                         store=store, loop=loop)
+                         store=store, loop=loop, identity=identity)
 
 
 async def _on_turn_error(context: TurnContext, error: Exception) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from botbuilder.core import TurnContext
@@ -39,12 +40,15 @@ from bot.chat.steering import why_not_steer
 from bot.chat.threads import begin_in_thread
 from bot.teams import cards
 from bot.teams.port import (
+    AFTER_RESPONSE,
     CLICKED_IN,
     GROUP_CHECK_FAILED,
     NAME,
     REF,
     TeamsPort,
+    later,
     names_for,
+    team_of,
     thread_reference,
 )
 from core.errors import GhostError, UnknownInvestigation
@@ -76,6 +80,28 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         self.decider = decider
         self.port = port
         self.store = runtime.store
+        self._after: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ the turn
+    async def on_turn(self, turn_context: TurnContext) -> None:
+        """The request does the durable part (record, decide); what it posts or updates in
+        Teams is queued (``AFTER_RESPONSE``) and sent once the response is on its way."""
+        queue: list[Callable[[], object]] = []
+        token = AFTER_RESPONSE.set(queue)
+        try:
+            await super().on_turn(turn_context)
+        finally:
+            AFTER_RESPONSE.reset(token)
+            if queue:
+                task = asyncio.get_running_loop().create_task(
+                    asyncio.to_thread(_run_after_response, queue))
+                self._after.add(task)
+                task.add_done_callback(self._after.discard)
+
+    async def settle(self) -> None:
+        """Wait for the posts queued by earlier requests (tests, shutdown)."""
+        while self._after:
+            await asyncio.gather(*list(self._after), return_exceptions=True)
 
     # ------------------------------------------------------------------ @Ghost …
     async def on_message_activity(self, turn_context: TurnContext) -> None:
@@ -83,12 +109,11 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         text = AT.sub("", TurnContext.remove_recipient_mention(activity) or "").strip()
         verb, _, rest = text.partition(" ")
         verb, rest = verb.lower(), rest.strip()
-        _, channel, _ = thread_reference(activity)
+        ref, channel, _ = thread_reference(activity)
         CLICKED_IN.set((actor_of(activity)[0], channel))  # copied into the worker thread
         reply = await asyncio.to_thread(self._command, activity, verb, rest)
         if reply:
-            await turn_context.send_activity(Activity(type="message", text=teams_words(reply),
-                                                      text_format="markdown"))
+            await asyncio.to_thread(self.port.reply, ref, teams_words(reply))
 
     def _command(self, activity: Activity, verb: str, rest: str) -> str | None:
         """Runs in a worker thread; the text to answer in the thread, if any."""
@@ -102,7 +127,8 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
             if verb == "status":
                 return self._status_text(rest)
             if verb == "investigate":
-                return self._investigate(ref, channel, root, user, name, rest)
+                return self._investigate(ref, channel, root, user, name, rest,
+                                         team_of(activity))
             if verb in ("cancel", "resume"):
                 return self._cancel_or_resume(verb, rest, user)
             return self._instruct(channel, root, user, " ".join(p for p in (verb, rest) if p))
@@ -110,7 +136,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
             return str(exc)
 
     def _investigate(self, ref: dict[str, Any], channel: str, root: str, user: str,
-                     name: str, symptom: str) -> str | None:
+                     name: str, symptom: str, team: dict[str, str]) -> str | None:
         if not symptom:
             return "Tell me the symptom: `@Ghost investigate web-01 cannot reach redis on 6379`"
         existing = self.store.find_by_thread(PLATFORM, channel, root)
@@ -125,8 +151,10 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
 
         begin_in_thread(self.runtime, platform=PLATFORM, channel=channel, thread=root,
                         user=user, symptom=symptom,
-                        conversation_ref={REF: ref, NAME + user: name}, announce=announce)
-        self.runtime.kick()
+                        conversation_ref={REF: ref, NAME + user: name, **team},
+                        announce=announce)
+        if not later(self.runtime.kick):  # after the status card, so it comes first
+            self.runtime.kick()
         return None
 
     def _cancel_or_resume(self, verb: str, rest: str, user: str) -> str:
@@ -267,6 +295,15 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         self.runtime.kick()
         inv = self.store.get_investigation(sid)
         return cards.prompt_card(prompt, user, choice, names=names_for(inv.conversation_ref))
+
+
+def _run_after_response(queue: list[Callable[[], object]]) -> None:
+    """The queued posts in order; one failing (logged) does not stop the others."""
+    for call in queue:
+        try:
+            call()
+        except Exception:  # noqa: BLE001 - the decision stands; the post is what failed
+            log.exception("a Teams post after the response failed")
 
 
 def _text(value: Any) -> str | None:

@@ -8,6 +8,7 @@ about 28 KB, so long text is clipped here.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -190,10 +191,13 @@ def prompt_card(prompt: Prompt, answered_by: str | None = None, choice: str | No
     return card(body, actions)
 
 
-def rca_card(summary: RcaSummary, parts: int) -> Card:
+def rca_card(summary: RcaSummary, parts: int, filename: str | None = None) -> Card:
     actions = "\n".join(f"- {plain(a)}" for a in summary.actions[:5]) or "- (none given)"
-    where = (f"The full report follows in {parts} message{'s' if parts != 1 else ''} below."
-             if parts else "")
+    if filename:
+        where = f"The full report is attached below ({filename}, in the channel's Files)."
+    else:
+        where = (f"The full report follows in {parts} message{'s' if parts != 1 else ''} "
+                 "below." if parts else "")
     return card([
         text_block(f"**RCA for {summary.session_id}**", size="Medium"),
         text_block(f"Confidence **{plain(summary.confidence)}** · {summary.turns} turns · "
@@ -203,6 +207,80 @@ def rca_card(summary: RcaSummary, parts: int) -> Card:
         text_block(where + " `ghost session show " + summary.session_id + "` and the audit "
                    "export have everything.", size="Small", isSubtle=True),
     ])
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def table(lines: list[str]) -> Card:
+    """A Markdown pipe table as an Adaptive Card ``Table`` (schema 1.5): Teams messages do
+    not render pipe tables."""
+    rows = [_cells(line) for line in lines
+            if not re.fullmatch(r"\|?[\s:|-]+\|?", line.strip())]  # drop the |---| line
+    width = max((len(r) for r in rows), default=1)
+    return {"type": "Table", "firstRowAsHeader": True, "showGridLines": True,
+            "columns": [{"width": 1} for _ in range(width)],
+            "rows": [{"type": "TableRow", "cells": [
+                {"type": "TableCell", "items": [text_block(plain(clip(cell, 1000)))]}
+                for cell in row + [""] * (width - len(row))]} for row in rows]}
+
+
+def report_elements(markdown: str) -> list[Card]:
+    """The report as card elements: headings, paragraphs, code and tables."""
+    out: list[Card] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip().startswith("```"):
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith("```"):
+                j += 1
+            out.append(code_block("\n".join(lines[i + 1:j]), 8000))
+            i = j + 1
+        elif line.lstrip().startswith("|"):
+            j = i
+            while j < len(lines) and lines[j].lstrip().startswith("|"):
+                j += 1
+            out.append(table(lines[i:j]))
+            i = j
+        elif line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(text_block(plain(line.lstrip("#").strip()), weight="Bolder",
+                                  size="Large" if level == 1 else "Medium"))
+            i += 1
+        elif not line.strip():
+            i += 1
+        else:
+            j = i
+            while (j < len(lines) and lines[j].strip() and not lines[j].startswith("#")
+                   and not lines[j].lstrip().startswith(("|", "```"))):
+                j += 1
+            out.append(text_block(plain(clip("\n".join(lines[i:j]), 8000))))
+            i = j
+    return out
+
+
+def report_cards(markdown: str, limit: int = RCA_PART_CHARS) -> list[Card]:
+    """The report as Adaptive Cards (1.5, for tables), each under ``limit`` characters of
+    JSON, cut between elements."""
+    parts: list[list[Card]] = [[]]
+    size = 0
+    for element in report_elements(markdown):
+        n = len(json.dumps(element))
+        if parts[-1] and size + n > limit:
+            parts.append([])
+            size = 0
+        parts[-1].append(element)
+        size += n
+    out = []
+    for i, body in enumerate(p for p in parts if p):
+        if len(parts) > 1:
+            body = [text_block(f"(part {i + 1}/{len(parts)})", size="Small", isSubtle=True),
+                    *body]
+        out.append({**card(body), "version": "1.5"})
+    return out
 
 
 def split_report(markdown: str, limit: int = RCA_PART_CHARS) -> list[str]:

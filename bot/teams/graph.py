@@ -1,7 +1,7 @@
 """Entra ID group membership through Microsoft Graph, for ``GHOST_TEAMS_APPROVERS`` groups.
 
 ``checkMemberGroups`` answers "which of these groups is this user in, transitively" in one call.
-The token comes from azure-identity with the bot's own identity (client secret or managed
+The token comes from the bot's own identity (``BotIdentity``: client secret or managed
 identity); the app needs the ``GroupMember.Read.All`` application permission. Any failure is a
 :class:`GraphError` saying what to fix; callers refuse the click (fail closed).
 """
@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Callable
 
 from bot.settings import Settings
+from bot.teams.identity import BotIdentity
 from core.errors import GhostError
 
 #: What to do about a Graph HTTP status, for the engineer reading the refusal or the log.
@@ -103,18 +104,11 @@ def _graph_detail(exc: urllib.error.HTTPError) -> str:
     return f" ({code}: {message})" if code or message else ""
 
 
-def graph_groups(settings: Settings) -> GraphGroups | None:
-    """Graph with the bot's identity, or None when no approver list needs it."""
+def graph_groups(settings: Settings, identity: BotIdentity) -> GraphGroups | None:
+    """Graph with the bot's identity (its one MSAL client), or None when no approver list
+    needs it."""
     if not settings.teams_approvers or not settings.teams_app_id:
         return None
-    from azure.identity import ClientSecretCredential, ManagedIdentityCredential
-
     scope = settings.graph_url.rstrip("/") + "/.default"
-    if settings.teams_app_type.lower() == "userassignedmsi":
-        credential: ManagedIdentityCredential | ClientSecretCredential = \
-            ManagedIdentityCredential(client_id=settings.teams_app_id)
-    else:
-        credential = ClientSecretCredential(settings.teams_app_tenant_id or "organizations",
-                                            settings.teams_app_id,
-                                            settings.teams_app_password or "")
-    return GraphGroups(settings.graph_url, lambda: credential.get_token(scope).token)
+    tenant = settings.teams_app_tenant_id or "organizations"
+    return GraphGroups(settings.graph_url, lambda: identity.token(scope, tenant))

@@ -41,6 +41,7 @@ from bot.chat.content import (
 )
 from bot.chat.ports import Thread
 from bot.teams import cards
+from bot.teams.files import ChannelFiles, FilesRefused
 from bot.teams.loop import LoopThread
 from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy
@@ -52,7 +53,12 @@ T = TypeVar("T")
 CLICKED_IN: ContextVar[tuple[str, str] | None] = ContextVar("ghost_teams_click", default=None)
 #: Why a group check failed during the click being handled (a Graph error), for the clicker.
 GROUP_CHECK_FAILED: ContextVar[str | None] = ContextVar("ghost_teams_group_error", default=None)
+#: Connector calls made while a request is being handled, run after its response (bot.on_turn).
+AFTER_RESPONSE: ContextVar[list[Callable[[], object]] | None] = ContextVar(
+    "ghost_teams_after_response", default=None)
 REF, STATUS_ID, PROMPT_ID, NAME = "teams", "teams_status_id", "teams_prompt_id", "name:"
+#: The team's Entra ID group id and the tenant, for Graph (the RCA file).
+TEAM, TENANT = "teams_team", "teams_tenant"
 
 
 class TeamsRateLimited(GhostError):
@@ -178,6 +184,33 @@ def thread_reference(activity: Activity) -> tuple[dict[str, Any], str, str]:
     return dict(ref.serialize()), channel, root
 
 
+def later(call: Callable[[], object]) -> bool:
+    """Queue ``call`` for after the HTTP response when a request is being handled."""
+    queue = AFTER_RESPONSE.get()
+    if queue is None:
+        return False
+    queue.append(call)
+    return True
+
+
+def team_of(activity: Activity) -> dict[str, str]:
+    """The team's group id and tenant from a channel activity, for Graph calls later."""
+    data = activity.channel_data or {}
+    team = str((data.get("team") or {}).get("aadGroupId") or "")
+    tenant = str((data.get("tenant") or {}).get("id") or
+                 getattr(activity.conversation, "tenant_id", None) or "")
+    return {k: v for k, v in ((TEAM, team), (TENANT, tenant)) if v}
+
+
+def with_display_names(text: str, conversation_ref: Mapping[str, Any] | None) -> str:
+    """Entra ID object ids the engine wrote (the approver, the requester) as display names."""
+    for key, name in (conversation_ref or {}).items():
+        user = key[len(NAME):] if key.startswith(NAME) else ""
+        if user and name and len(user) > 3:
+            text = text.replace(user, str(name))
+    return text
+
+
 def names_for(conversation_ref: Mapping[str, Any] | None) -> cards.Names:
     known = conversation_ref or {}
 
@@ -190,8 +223,10 @@ class TeamsPort:
     """Implements ``bot.chat.ports.ChatPort`` with botbuilder, from any thread."""
 
     def __init__(self, adapter: BotAdapter, app_id: str | None, store: Any, loop: LoopThread,
-                 policy: ApprovalPolicy, delivery: Delivery | None = None) -> None:
+                 policy: ApprovalPolicy, delivery: Delivery | None = None,
+                 files: ChannelFiles | None = None) -> None:
         self.adapter = adapter
+        self.files = files
         self.app_id = app_id
         self.store = store
         self.loop = loop
@@ -265,14 +300,26 @@ class TeamsPort:
         raise GhostError("Teams investigations start from a message in a channel: mention "
                          "@Ghost investigate <symptom>.")
 
+    def reply(self, reference: Mapping[str, Any], text: str) -> None:
+        """An answer to a command, into the thread it came from (after the response)."""
+        if later(partial(self.reply, reference, text)):
+            return
+        ref = ConversationReference().deserialize(dict(reference))
+        self.delivery.deliver(str(ref.conversation.id), "reply",
+                              partial(self._send_one, ref, text_activity(text)))
+
     def post_status(self, inv: Any, view: StatusView) -> str:
         """The status card, first reply in the thread; its id is kept to edit it in place."""
+        if later(partial(self.post_status, inv, view)):
+            return ""
         (activity_id,) = self._send(inv, [card_activity(
             cards.status_card(view, names_for(inv.conversation_ref)))])
         self.store.update_conversation_ref(inv.session_id, {STATUS_ID: activity_id})
         return activity_id
 
     def update_status(self, thread: Thread, view: StatusView) -> None:
+        if later(partial(self.update_status, thread, view)):
+            return
         inv = self._inv(thread.session_id)
         status_id = (inv.conversation_ref or {}).get(STATUS_ID)
         content = cards.status_card(view, names_for(inv.conversation_ref))
@@ -282,12 +329,16 @@ class TeamsPort:
             self.post_status(inv, view)
 
     def post_text(self, thread: Thread, text: str, *, notice: bool = False) -> None:
+        if later(partial(self.post_text, thread, text, notice=notice)):
+            return
         inv = self._inv(thread.session_id)
         # a notice is Ghost's own words (with Teams' command syntax), not the model's reasoning
         text = teams_words(text) if notice else "🧠 " + text
         self._send(inv, [text_activity(cards.plain(cards.clip(text.strip(), 20_000)))])
 
     def post_command(self, thread: Thread, line: CommandLine) -> None:
+        if later(partial(self.post_command, thread, line)):
+            return
         self._send(self._inv(thread.session_id), [text_activity(cards.command_text(line))])
 
     def post_card(self, thread: Thread, card: ApprovalCard) -> dict[str, Any]:
@@ -298,6 +349,8 @@ class TeamsPort:
 
     def close_card(self, ref: Mapping[str, Any], card: ApprovalCard,
                    outcome: DecisionOutcome) -> None:
+        if later(partial(self.close_card, ref, card, outcome)):
+            return
         inv = self._inv(str(ref["session_id"]))
         content = cards.approval_card(self.teams_card(card), outcome,
                                       names=names_for(inv.conversation_ref))
@@ -312,21 +365,46 @@ class TeamsPort:
     def close_prompt(self, ref: Mapping[str, Any], prompt: Prompt, by: str | None,
                      choice: str) -> None:
         """Replace the prompt's buttons by who answered, for everyone."""
+        if later(partial(self.close_prompt, ref, prompt, by, choice)):
+            return
         inv = self._inv(str(ref["session_id"]))
         self._update(inv, card_activity(cards.prompt_card(
             prompt, by, choice, names=names_for(inv.conversation_ref), closed=True),
             str(ref["activity_id"])))
 
     def post_rca(self, thread: Thread, filename: str, markdown: str,
-                 summary: RcaSummary) -> None:
-        """Channels cannot take a file-consent upload: the summary card, then the report."""
+                 summary: RcaSummary) -> str | None:
+        """The RCA as a file in the channel (Graph), else a summary card and the report.
+
+        People are named by display name. Without the Graph permission (or outside a team) the
+        report follows the card as Adaptive Cards, its tables as card tables (Teams messages
+        do not render Markdown pipe tables). Returns the file's URL when uploaded.
+        """
         inv = self._inv(thread.session_id)
-        parts = cards.split_report(markdown)
+        known = inv.conversation_ref or {}
+        markdown = with_display_names(markdown, known)
+        if self.files is not None:
+            try:
+                uploaded = self.files.upload(known.get(TEAM), str(inv.channel_ref),
+                                             known.get(TENANT), filename, markdown.encode())
+            except FilesRefused as exc:
+                log.warning("RCA of %s posted as messages, not as a file: %s", inv.session_id,
+                            exc)
+            else:
+                self._send(inv, [card_activity(cards.rca_card(summary, 0, filename)),
+                                 Activity(type=ActivityTypes.message,
+                                          text=f"The full report: {uploaded.name}",
+                                          attachments=[Attachment(**uploaded.attachment())])])
+                return uploaded.url
+        parts = cards.report_cards(markdown)
         self._send(inv, [card_activity(cards.rca_card(summary, len(parts)))]
-                   + [text_activity(part) for part in parts])
+                   + [card_activity(part) for part in parts])
+        return None
 
     def tell(self, channel: str, user: str, text: str, thread_ref: str | None = None) -> None:
         """Teams has no ephemeral messages in channels: a note in the thread, naming them."""
+        if later(partial(self.tell, channel, user, text, thread_ref)):
+            return
         inv = self.store.find_by_thread("teams", channel, thread_ref) if thread_ref else None
         if inv is None:
             log.warning("no Teams thread to tell %s: %s", user, text)

@@ -48,6 +48,9 @@ def _rebuild_part(part: Mapping[str, Any],
         rebuilt = response_from_record(record) if record else {
             "status": "error", "error": "audit_record_missing", "audit_id": ref,
             "output": "", "stderr": "The audit record of this command is missing."}
+        said = ((record or {}).get("details") or {}).get("meaning")
+        if said:  # what the answer meant (DNS NXDOMAIN, HTTP 503…), beside the exit code
+            rebuilt["meaning"] = said
         meta = body.get("_meta")
         body = rebuilt | ({"_meta": meta} if meta else {})
     return {"functionResponse": {**fr, "response": body}}

@@ -3,7 +3,8 @@
 The model reports hypotheses through the optional ``hypotheses`` argument that every tool
 accepts (``[{id, description, state, evidence_audit_ids}]``). When it does not, the spec's text
 convention is the fallback: "Hypothesis H1: NSG blocks 6379" opens one, "H1 CONFIRMED" (or
-REFUTED / CONTRADICTED / UNVERIFIABLE) changes it. Ids are normalised to lower case ("h1").
+REFUTED / CONTRADICTED / UNVERIFIABLE) changes it. Ids have one canonical form, lower case
+("h1"), and match case-insensitively ("H1 CONFIRMED" resolves h1).
 
 Denials are counted per active hypothesis; the loop injects ``_meta`` into the function response
 so the model pivots, and marks a hypothesis UNVERIFIABLE at the third denial.
@@ -12,7 +13,7 @@ so the model pivots, and marks a hypothesis UNVERIFIABLE at the third denial.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 MAX_DENIALS_PER_HYPOTHESIS = 3
@@ -21,6 +22,8 @@ MAX_ACTIVE = 3
 STATES = ("ACTIVE", "CONFIRMED", "REFUTED", "CONTRADICTED", "UNVERIFIABLE",
           "DENIED_ONCE", "DENIED_TWICE")
 TERMINAL = ("CONFIRMED", "REFUTED", "UNVERIFIABLE")
+#: what the model may report; the DENIED_* states are the loop's own bookkeeping
+REPORTABLE = ("ACTIVE", "CONFIRMED", "REFUTED", "CONTRADICTED", "UNVERIFIABLE")
 
 # "Hypothesis H1: …" (markdown emphasis allowed); the description stops at the end of the line
 # or where the next "Hypothesis Hn" starts, so two hypotheses on one line are both opened
@@ -28,12 +31,26 @@ _OPEN = re.compile(r"\bHypothesis\s+(H\d{1,3})[*_]*\s*[:\-\u2014]\s*[*_]*\s*"
                    r"((?:(?!\bHypothesis\s+H\d)[^\n]){3,300})", re.IGNORECASE)
 # the first sentence is the hypothesis; what follows is the model's plan ("Checking NSGs first.")
 _SENTENCE_END = re.compile(r"(?<=[A-Za-z0-9)\]'\"`])[.!?]\s+(?=[A-Z])")
-_CHANGE = re.compile(r"\b(H\d{1,3})\s*(?:is\s+|:\s*|\u2014\s*|-\s*)?"
+_CHANGE = re.compile(r"\b([Hh]\d{1,3})\s*(?:is\s+|:\s*|\u2014\s*|-\s*)?"
                      r"(CONFIRMED|REFUTED|CONTRADICTED|UNVERIFIABLE)\b")
+#: an audit id as Ghost writes them: ``{session_id}_{seq:03d}``
+_AUDIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*_\d{3,}\b")
+#: the final call's lists, applied to the log before the RCA is written
+COMPLETION_LISTS = (("confirmed_hypotheses", "CONFIRMED"), ("refuted_hypotheses", "REFUTED"),
+                    ("contradicted_hypotheses", "CONTRADICTED"),
+                    ("unverifiable_hypotheses", "UNVERIFIABLE"))
 
 
-def _norm_id(raw: str) -> str:
-    return raw.strip().lower()
+def norm_id(raw: object) -> str:
+    """The one canonical form of a hypothesis id ("H1", " h1 " → "h1"): ids match
+    case-insensitively everywhere, in the log, the tracker and the RCA."""
+    return str(raw).strip().lower()
+
+
+def _cited(raw: Iterable[Any], known: Collection[str] | None) -> list[str]:
+    """The audit ids the model cited that are real records of this investigation."""
+    ids = [str(a).strip() for a in raw if isinstance(a, str | int) and str(a).strip()]
+    return [a for a in ids if known is None or a in known]
 
 
 def _description(raw: str) -> str:
@@ -44,7 +61,7 @@ def _description(raw: str) -> str:
 
 def _find(state: Mapping[str, Any], hid: str) -> dict[str, Any] | None:
     for entry in state["hypothesis_log"]:
-        if entry.get("id") == hid:
+        if norm_id(entry.get("id") or "") == hid:
             return entry  # type: ignore[no-any-return]
     return None
 
@@ -70,15 +87,32 @@ def _open(state: dict[str, Any], hid: str, description: str, now: str) -> dict[s
     return entry
 
 
+def _reopens(state: Mapping[str, Any], old: object, new: str) -> bool:
+    """Resume re-validation (ghost-design §2): a CONFIRMED or REFUTED hypothesis that new
+    evidence puts in doubt goes back to ACTIVE (or CONTRADICTED). UNVERIFIABLE stays terminal:
+    nothing can be tested for it any more (test plan M8)."""
+    return (bool(state.get("is_resume")) and old in ("CONFIRMED", "REFUTED")
+            and new in ("ACTIVE", "CONTRADICTED"))
+
+
 def _set_state(state: dict[str, Any], entry: dict[str, Any], new: str, now: str,
-               evidence: list[str], conflicts: list[dict[str, Any]]) -> None:
+               evidence: list[str], conflicts: list[dict[str, Any]]) -> bool:
+    """Move a hypothesis; False when the move is not allowed (a terminal state stays)."""
     old = entry.get("state")
-    if old in TERMINAL or new == old:
-        return
+    if new == old:
+        return True
+    if old in TERMINAL and not _reopens(state, old, new):
+        return False
+    if new == "ACTIVE" and old not in TERMINAL:
+        return True  # DENIED_ONCE/TWICE go back to ACTIVE on a success, not on a report
     entry["state"] = new
     if new in TERMINAL:
         entry["resolved_at"] = now
+        # only a record that is evidence for it: one the model cited, never a stand-in
         entry["resolving_audit_id"] = evidence[-1] if evidence else None
+    elif old in TERMINAL:
+        entry["resolved_at"] = None
+        entry["resolving_audit_id"] = None
     if new == "CONTRADICTED" and not any(
             c.get("hypothesis_id") == entry["id"] for c in state["evidence_conflicts"]):
         conflicts.append({
@@ -94,6 +128,7 @@ def _set_state(state: dict[str, Any], entry: dict[str, Any], new: str, now: str,
                 conflict["resolution"] = new
                 conflict["conflicting_audit_ids"] = sorted(
                     set(conflict.get("conflicting_audit_ids") or []) | set(evidence))
+    return True
 
 
 def _refresh_active(state: dict[str, Any]) -> None:
@@ -102,43 +137,74 @@ def _refresh_active(state: dict[str, Any]) -> None:
 
 
 def apply_reported(state: dict[str, Any], reported: Iterable[Mapping[str, Any]],
-                   now: str, last_audit_id: str | None = None) -> None:
+                   now: str, known_audit_ids: Collection[str] | None = None) -> None:
     """Merge the ``hypotheses`` argument of a tool call into the session state.
 
-    A resolution that cites no evidence is attributed to the latest command (``last_audit_id``).
+    A resolution cites the ``evidence_audit_ids`` the model gave that are real records
+    (``known_audit_ids``; None accepts every citation); citing none leaves it uncited.
     """
     conflicts: list[dict[str, Any]] = []
     for item in reported:
         if not isinstance(item, Mapping) or not item.get("id"):
             continue
-        hid = _norm_id(str(item["id"]))
+        hid = norm_id(item["id"])
         entry = _open(state, hid, str(item.get("description") or ""), now)
         new = str(item.get("state") or "ACTIVE").upper()
         cited = item.get("evidence_audit_ids")
-        evidence = [str(a) for a in cited if a] if isinstance(cited, list) else []
-        if not evidence and last_audit_id:
-            evidence = [last_audit_id]
-        if new in STATES and new != "ACTIVE":
+        evidence = _cited(cited, known_audit_ids) if isinstance(cited, list) else []
+        if new in REPORTABLE:
             _set_state(state, entry, new, now, evidence, conflicts)
     state["evidence_conflicts"].extend(conflicts)
     _refresh_active(state)
 
 
 def apply_text(state: dict[str, Any], text: str, now: str,
-               last_audit_id: str | None = None) -> None:
-    """The fallback: read "Hypothesis H1: …" and "H1 CONFIRMED" from the model's prose."""
+               known_audit_ids: Collection[str] | None = None) -> None:
+    """The fallback: read "Hypothesis H1: …" and "H1 CONFIRMED" from the model's prose.
+
+    A change cites the audit ids written on the same line ("H1 CONFIRMED (ghost_…_004)").
+    """
     if not text:
         return
     conflicts: list[dict[str, Any]] = []
     for match in _OPEN.finditer(text):
-        _open(state, _norm_id(match.group(1)), _description(match.group(2)), now)
+        _open(state, norm_id(match.group(1)), _description(match.group(2)), now)
     for match in _CHANGE.finditer(text):
-        entry = _find(state, _norm_id(match.group(1)))
+        entry = _find(state, norm_id(match.group(1)))
         if entry is not None:
-            evidence = [last_audit_id] if last_audit_id else []
+            start = text.rfind("\n", 0, match.start()) + 1
+            end = text.find("\n", match.end())
+            line = text[start:] if end < 0 else text[start:end]
+            evidence = _cited(_AUDIT_ID.findall(line), known_audit_ids)
             _set_state(state, entry, match.group(2).upper(), now, evidence, conflicts)
     state["evidence_conflicts"].extend(conflicts)
     _refresh_active(state)
+
+
+def apply_completion(state: dict[str, Any], completion: Mapping[str, Any], now: str,
+                     known_audit_ids: Collection[str] | None = None) -> list[str]:
+    """Apply ``complete_investigation``'s lists to the log, so that the RCA's summary, table
+    and unverifiable section say the same thing. Returns a note per listed id that could not
+    be applied (a hypothesis already in another terminal state keeps it)."""
+    notes: list[str] = []
+    conflicts: list[dict[str, Any]] = []
+    for key, new in COMPLETION_LISTS:
+        listed = completion.get(key)
+        if not isinstance(listed, list):
+            continue
+        for raw in listed:
+            if not isinstance(raw, str | int) or not str(raw).strip():
+                continue
+            hid = norm_id(raw)
+            entry = _find(state, hid) or _open(
+                state, hid, "(named only in complete_investigation)", now)
+            if not _set_state(state, entry, new, now, [], conflicts):
+                notes.append(f"complete_investigation listed {hid} as {new.lower()}, but it "
+                             f"was already {entry.get('state')}; the log keeps "
+                             f"{entry.get('state')}.")
+    state["evidence_conflicts"].extend(conflicts)
+    _refresh_active(state)
+    return notes
 
 
 def record_denial(state: dict[str, Any], *, turn: int, command: str,

@@ -13,7 +13,7 @@ for an approval) → back to ``call_model``; ``awaiting_user`` after a text-only
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -49,6 +49,8 @@ class Outcome:
     rca_markdown: str | None = None
     rca_path: str | None = None
     rca_error: str | None = None
+    #: the investigation had finished before this call: nothing was written now
+    already_done: bool = False
 
 
 def new_engine_state(*, started_at: datetime) -> dict[str, Any]:
@@ -92,9 +94,9 @@ class Engine:
     def begin(self, session_id: str, symptom: str) -> None:
         """Store the symptom as the first user turn and set the loop going."""
         inv = self.store.get_investigation(session_id)
-        self.store.append_turn(session_id, "user", user_text(symptom))
         engine = inv.engine_state or new_engine_state(started_at=self.clock())
-        self._save(session_id, inv.state, engine, status="running")
+        self._save(session_id, inv.state, engine, status="running",
+                   turns=[("user", user_text(symptom))])
 
     def instruct(self, session_id: str, text: str) -> None:
         """Continue after a text-only answer, with the engineer's instruction."""
@@ -102,9 +104,9 @@ class Engine:
         engine = self._engine(inv)
         if engine["phase"] not in ("awaiting_user", "call_model"):
             raise GhostError(f"Investigation {session_id} is not waiting for an instruction.")
-        self.store.append_turn(session_id, "user", user_text(text or "Continue."))
         engine["phase"] = "call_model"
-        self._save(session_id, inv.state, engine, status="running")
+        self._save(session_id, inv.state, engine, status="running",
+                   turns=[("user", user_text(text or "Continue."))])
 
     def finish(self, session_id: str) -> None:
         """Done (after a text answer) or Generate RCA (at the turn limit)."""
@@ -121,10 +123,15 @@ class Engine:
         self._save(session_id, inv.state, engine, status="running")
 
     def mark_resumed(self, session_id: str, *, integrity_warning: str | None = None) -> None:
-        """``--resume``: set ``is_resume`` and close commands a crash left running."""
+        """``--resume``: set ``is_resume`` and close commands a crash left running.
+
+        Ghost resumes an investigation in place, so ``resumed_from`` names the session it
+        continues (itself; a Fresh start after a corrupted state names the old one instead).
+        """
         inv = self.store.get_investigation(session_id)
         state = dict(inv.state)
         state["is_resume"] = True
+        state["resumed_from"] = state.get("resumed_from") or session_id
         engine = self._engine(inv)
         if integrity_warning:
             engine["integrity_warning"] = integrity_warning
@@ -157,7 +164,7 @@ class Engine:
                 return self._generate_rca(session_id, state, engine)
             else:  # done
                 return Outcome("completed", rca_markdown=None,
-                               rca_path=state.get("rca_report_path"))
+                               rca_path=state.get("rca_report_path"), already_done=True)
 
     # ------------------------------------------------------------------ steps
     def _call_model(self, sid: str, state: dict[str, Any], engine: dict[str, Any]) -> None:
@@ -167,29 +174,31 @@ class Engine:
                                      audit_dir=str(state.get("audit_dir") or self.audit_dir))
         reply = self._generate(prompt, history)
         state["turn_count"] = int(state["turn_count"]) + 1
-        self.store.append_turn(sid, "model", reply.content)
         now = iso_utc(self.clock())
-        last = last_command_audit_id(records)
-        hyp.apply_text(state, reply.text, now, last)
+        known = command_audit_ids(records)
+        hyp.apply_text(state, reply.text, now, known)
         for call in reply.function_calls:
             reported = call.args.get("hypotheses")
             if isinstance(reported, list):
-                hyp.apply_reported(state, reported, now, last)
-        if reply.text:
-            self.notifier.model_text(sid, reply.text)
+                hyp.apply_reported(state, reported, now, known)
+        # the model turn and the state that says it arrived are one transaction: a crash
+        # between two saves would send the same turn to Gemini again on resume
+        turn = [("model", reply.content)]
         if not reply.function_calls:
             engine["phase"] = "awaiting_user"
             engine["last_text"] = reply.text
-            self._save(sid, state, engine, status="awaiting_user")
-            return
-        engine["phase"] = "dispatch"
-        engine["pending"] = {
-            "calls": [{"name": c.name, "args": c.args, "id": c.id}
-                      for c in reply.function_calls],
-            "responses": [],
-            "waiting": None,
-        }
-        self._save(sid, state, engine)
+            self._save(sid, state, engine, status="awaiting_user", turns=turn)
+        else:
+            engine["phase"] = "dispatch"
+            engine["pending"] = {
+                "calls": [{"name": c.name, "args": c.args, "id": c.id}
+                          for c in reply.function_calls],
+                "responses": [],
+                "waiting": None,
+            }
+            self._save(sid, state, engine, turns=turn)
+        if reply.text:
+            self.notifier.model_text(sid, reply.text)
 
     def _generate(self, prompt: str, history: list[dict[str, Any]]) -> ModelReply:
         delay = 2.0
@@ -217,16 +226,21 @@ class Engine:
         calls: list[dict[str, Any]] = pending["calls"]
         index = len(pending["responses"])
         if index >= len(calls):
-            self.store.append_turn(sid, "user", {"role": "user",
-                                                 "parts": pending["responses"]})
             engine["pending"] = None
             engine["phase"] = "call_model"
-            self._save(sid, state, engine, status="running")
+            self._save(sid, state, engine, status="running",
+                       turns=[("user", {"role": "user", "parts": pending["responses"]})])
             return None
         call = calls[index]
         name, args = call["name"], dict(call.get("args") or {})
         if name == "complete_investigation":
+            # the final word: its lists resolve the log before the RCA is written; the calls
+            # after it in the same turn are dropped (ghost-design §4: GOTO RCA_GENERATION)
             engine["completion"] = args
+            engine["completion_notes"] = hyp.apply_completion(
+                state, args, iso_utc(self.clock()),
+                command_audit_ids(self.store.audit_records(sid)))
+            engine["dropped_calls"] = [c["name"] for c in calls[index + 1:]]
             engine["pending"] = None
             engine["phase"] = "rca"
             self._save(sid, state, engine)
@@ -256,6 +270,8 @@ class Engine:
             self.notifier.approval_pending(sid, name, args, result)
             return Outcome("awaiting_approval", approval_id=approval_id)
         meta = self._meta_for(state, name, args, result)
+        if name in ORCHESTRATOR_TOOLS:
+            track_tasks(state, result)
         self.notifier.tool_result(sid, name, args, result | ({"_meta": meta} if meta else {}))
         pending["responses"].append(stored_response(name, call.get("id"), result, meta))
         pending["waiting"] = None
@@ -333,7 +349,7 @@ class Engine:
         if is_denial(result):
             meta = hyp.record_denial(
                 state, turn=int(state["turn_count"]),
-                command=str(args.get("command") or name),
+                command=str(result.get("denied_command") or args.get("command") or name),
                 denial_reason=str(result.get("denial_reason") or "") or None,
                 audit_id=result.get("audit_id"), now=iso_utc(self.clock()))
         else:
@@ -357,14 +373,16 @@ class Engine:
         now = self.clock()
         started = engine.get("started_at")
         duration = None
-        if started:
-            duration = (now - datetime.fromisoformat(str(started).replace("Z", "+00:00"))
-                        ).total_seconds()
+        if started:  # whole seconds: the RCA and the closing banner show the same figure
+            duration = round((now - datetime.fromisoformat(str(started).replace("Z", "+00:00"))
+                              ).total_seconds())
+        inv = self.store.get_investigation(sid)
         report = build_rca(state=state, audit_records=self.store.audit_records(sid),
                            task_events=self.store.task_events(sid),
                            completion=engine.get("completion"), read_file=read_file,
                            integrity_warning=engine.get("integrity_warning"),
-                           generated_at=now, duration_s=duration)
+                           generated_at=now, duration_s=duration,
+                           symptom=inv.symptom, requested_by=inv.requested_by)
         error = None
         try:
             path: str | None = self.rca_writer(report.filename, report.markdown)
@@ -387,22 +405,44 @@ class Engine:
         return dict(engine)
 
     def _save(self, sid: str, state: dict[str, Any], engine: dict[str, Any], *,
-              status: str | None = None, rca_markdown: str | None = None) -> None:
+              status: str | None = None, rca_markdown: str | None = None,
+              turns: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> None:
         self.store.save_state(sid, state, status=status, engine_state=engine,
-                              rca_markdown=rca_markdown)
+                              rca_markdown=rca_markdown, turns=turns)
         self.notifier.state_changed(sid, state, engine)
 
 
-def last_command_audit_id(records: list[dict[str, Any]]) -> str | None:
-    """The newest command outcome: the evidence a resolution without citations rests on."""
-    for record in reversed(records):
-        if record.get("kind") == "command" and record.get("audit_id"):
-            return str(record["audit_id"])
-    return None
+def command_audit_ids(records: list[dict[str, Any]]) -> set[str]:
+    """The audit ids a hypothesis may cite: outcomes of commands and Azure calls that exist."""
+    return {str(r["audit_id"]) for r in records
+            if r.get("kind") == "command" and r.get("audit_id")}
+
+
+#: task states after which nothing runs on Azure for a task any more
+_FINISHED_TASK_STATES = ("DONE", "CANCELLED", "ABANDONED")
+
+
+def track_tasks(state: dict[str, Any], result: Mapping[str, Any]) -> None:
+    """``active_task_ids``: this investigation's tasks that still hold (or may hold) cloud
+    resources, so that ``ghost session show`` lists running captures."""
+    answers = [t for t in result.get("tasks") or [] if isinstance(t, Mapping)] or [result]
+    active = list(state.get("active_task_ids") or [])
+    for answer in answers:
+        task_id = answer.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            continue
+        if answer.get("state") in _FINISHED_TASK_STATES:
+            active = [t for t in active if t != task_id]
+        elif task_id not in active:
+            active.append(task_id)
+    state["active_task_ids"] = active
 
 
 def is_denial(result: Mapping[str, Any]) -> bool:
-    """A human said no (or the approver failed closed): counts against the hypotheses."""
+    """A human said no (or the approver failed closed): counts against the hypotheses.
+
+    A capture whose step an engineer denied ends ``task_cancelled`` with ``denied`` set by the
+    orchestrator (only in the answer to the call in which the denial happened)."""
     if result.get("status") == "denied":
         return True
     return bool(result.get("status") == "task_cancelled" and result.get("denied"))
@@ -419,7 +459,10 @@ def orchestrator_request(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
                 "resource_group": args.get("resource_group"),
                 "storage_account": args.get("storage_account"),
                 "duration_seconds": args.get("duration_seconds", 60),
-                "storage_auth_mode": args.get("storage_auth_mode") or "login",
+                # only when the model asked: the orchestrator uses the configured mode and
+                # says so when the two differ
+                **({"storage_auth_mode": args["storage_auth_mode"]}
+                   if args.get("storage_auth_mode") else {}),
             },
         }
     request: dict[str, Any] = {"intent": name, "task_id": args.get("task_id")}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from core.ports import AuditLog
@@ -24,6 +24,8 @@ class InvestigationRecord(Protocol):
     @property
     def requested_by(self) -> str | None: ...
     @property
+    def symptom(self) -> str: ...
+    @property
     def engine_state(self) -> dict[str, Any] | None: ...
     @property
     def document(self) -> dict[str, Any]: ...
@@ -43,6 +45,7 @@ class EngineStore(AuditLog, Protocol):
         status: str | None = None,
         engine_state: Mapping[str, Any] | None = None,
         rca_markdown: str | None = None,
+        turns: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> InvestigationRecord: ...
 
     def append_turn(self, session_id: str, role: str, content: Mapping[str, Any]) -> int: ...
@@ -66,6 +69,14 @@ class Orchestrator(Protocol):
     """``core.orchestrator.CloudOrchestrator``: five intents, never raises."""
 
     def orchestrate(self, request: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+class OrphanCleanup(Orchestrator, Protocol):
+    """The orchestrator's orphan-cleanup path (``CloudOrchestrator.orphan_cleaner()``): the
+    five intents on ended investigations' tasks, plus the batch deletion of untracked captures
+    and stale files."""
+
+    def cleanup_orphans(self, report: Mapping[str, Any]) -> dict[str, Any]: ...
 
 
 class Notifier(Protocol):

@@ -1,6 +1,8 @@
 """The system prompt of ghost-design §2, adapted to Ghost.
 
-The sections are the spec's, in its order, with what Ghost changes: the audit log is a database
+The sections are the spec's, in its order, with what Ghost changes: the Azure-native diagnostics
+level between local probes and captures (issue 22: the playbook, its order and its pivots), the
+audit log is a database
 (only reports are files, under the audit directory), approvals come from engineers in a chat
 thread or at the terminal and may take hours, and hypotheses are reported through the tools'
 ``hypotheses`` argument (issue 6) with the spec's text convention as a fallback. Whether the
@@ -17,6 +19,7 @@ SECTION_TITLES: Final = (
     "HYPOTHESIS REPORTING",
     "RESUME RE-VALIDATION PROTOCOL",
     "ESCALATION LADDER",
+    "AZURE-NATIVE DIAGNOSTICS PLAYBOOK",
     "TOOL DECISION RULES",
     "FILE READ RESTRICTION",
     "LOCAL PROBE CONTEXT WARNING",
@@ -49,8 +52,14 @@ INVESTIGATION FRAMEWORK:
 2. AZURE READ OPERATIONS — Use run_shell_cmd for az <service> list/show/get commands.
    Read NSG rules, route tables, VNet peering, DNS zones. Identify configuration anomalies.
 
-3. PACKET CAPTURE (if needed) — Use capture_traffic only when:
-   - Local diagnostics are inconclusive AND
+3. AZURE-NATIVE DIAGNOSTICS — Before any capture, ask the platform itself (see the
+   AZURE-NATIVE DIAGNOSTICS PLAYBOOK): activity log, next hop and effective routes,
+   IP flow verify and effective NSG rules, private DNS links, VM power state. They run
+   inside Azure, answer in seconds and need no approval.
+
+4. PACKET CAPTURE (if needed) — Use capture_traffic only when:
+   - Local diagnostics and the Azure-native diagnostics are inconclusive (the control
+     plane looks right but traffic still fails) AND
    - The failure is time-sensitive or intermittent AND
    - You have storage_account and resource_group information
    Then: poll with check_task, then read the forensic report:
@@ -62,7 +71,7 @@ INVESTIGATION FRAMEWORK:
      approve reading the file. This is expected behaviour.
    Then call cleanup_task after the report has been read.
 
-4. CONCLUDE — Call complete_investigation when the root cause is identified
+5. CONCLUDE — Call complete_investigation when the root cause is identified
    OR all hypotheses are exhausted (including unverifiable ones)."""
 
 _HYPOTHESES = """\
@@ -124,12 +133,57 @@ ESCALATION LADDER (use tools in escalating order of cost, risk and intrusiveness
   LEVEL 2 — Azure read operations (auto-approved): az network nsg list / rule list,
             az vm show, az network route-table list, az network vnet peering list,
             az network dns zone list (always with --resource-group and -o json or -o tsv)
-  LEVEL 3 — managed packet capture (approval at each RISKY step): capture_traffic,
-            then check_task until it finishes, then cat the report (see step 3 above);
+  LEVEL 3 — Azure-native diagnostics (auto-approved, [CLOUD], seconds): the platform
+            evaluates the path for you, in this order: activity log → next hop /
+            effective routes → IP flow verify / effective NSGs → private DNS links →
+            VM power state (see the AZURE-NATIVE DIAGNOSTICS PLAYBOOK)
+  LEVEL 4 — managed packet capture (approval at each RISKY step): capture_traffic,
+            then check_task until it finishes, then cat the report (see step 4 above);
             cancel_task aborts a capture you no longer need (after a pivot)
-  LEVEL 4 — conclude and clean up: complete_investigation, and cleanup_task for every
+  LEVEL 5 — conclude and clean up: complete_investigation, and cleanup_task for every
             capture task (before or after complete_investigation)
-Escalate only when the lower level is inconclusive."""
+Escalate only when the lower level is inconclusive. Capture when the control plane
+looks right (routes, rules, DNS links and power state all check out) but traffic
+still fails."""
+
+_PLAYBOOK = """\
+AZURE-NATIVE DIAGNOSTICS PLAYBOOK (LEVEL 3; run_shell_cmd, -g <rg> -o json):
+Work down this order; it usually finds a network fault fastest. Stop when one
+step explains the symptom, and report the rule, route or link it names.
+  1. Recent changes — az monitor activity-log list -g <rg> --offset 24h
+       --query "[].{op:operationName.value,who:caller,when:eventTimestamp}"
+     Use first: most outages follow a change. A write to an NSG, route table,
+     peering or DNS zone just before the symptom began is your first hypothesis.
+  2. Path — az network watcher show-next-hop -g <rg> --vm <vm>
+       --source-ip <src> --dest-ip <dst>
+     and az network nic show-effective-route-table -g <rg> -n <nic>
+     nextHopType None = the route black-holes the packet (a UDR to nowhere);
+     VirtualAppliance = traffic goes through that NVA: check the appliance at
+     nextHopIpAddress; VirtualNetworkGateway / Internet where you expected
+     VnetLocal or VNetPeering = a UDR or a missing peering sends it elsewhere.
+     The routeTableId names the route table responsible.
+  3. Filters — az network watcher test-ip-flow -g <rg> --vm <vm>
+       --direction Outbound --protocol TCP --local <src-ip>:* --remote <dst-ip>:<port>
+     and az network nic list-effective-nsg -g <rg> -n <nic>
+     access Deny names the NSG rule that blocks the flow (ruleName); Allow means
+     the NSGs are not the cause. Test both directions: outbound at the source,
+     inbound at the destination VM. Effective NSGs show subnet and NIC rules merged.
+  4. Name resolution — az network private-dns link vnet list -g <rg> -z <zone>
+     A private endpoint's zone (privatelink.*) must be linked to the client's VNet
+     (registrationEnabled is irrelevant for resolution); no link = the name resolves
+     to the public address. Compare with dig from where Ghost runs ([LOCAL]).
+  5. The endpoints themselves — az vm get-instance-view -g <rg> -n <vm>
+       --query "instanceView.statuses[1].displayStatus" -o tsv  (power state)
+     Whether the service listens is inside the VM: az vm run-command invoke runs
+     code on the VM and Ghost's gate refuses it; ask the engineer, or pivot (see
+     SPECIFIC PIVOTS).
+  6. Capture (LEVEL 4) only when 1-5 look right but traffic still fails.
+  Also: az network watcher test-connectivity -g <rg> --source-resource <vm>
+  --dest-address <ip> --dest-port <port> walks the hops and reports where a
+  connection stops; az network vnet peering list -g <rg> --vnet-name <vnet>:
+  peeringState must be Connected on both sides.
+These are [CLOUD] platform evaluations of the configured rules: they do not see a
+guest OS firewall, the application, or an NVA's own rules."""
 
 _TAXONOMY = """\
 TOOL DECISION RULES:
@@ -137,22 +191,32 @@ TOOL DECISION RULES:
 SYMPTOM                          FIRST TOOL          FOLLOW-UP IF DENIED
 ─────────────────────────────────────────────────────────────────────────
 Cannot reach endpoint            run_shell_cmd       capture_traffic
-  (ping fails, connection reset)   (ping, traceroute)
+  (ping fails, connection reset)   (ping, traceroute,  (after LEVEL 3 reads
+                                   show-next-hop)      look right)
 
 DNS resolution failure           run_shell_cmd       run_shell_cmd
-  (NXDOMAIN, timeout)              (dig, nslookup)     (az network dns zone list)
+  (NXDOMAIN, timeout)              (dig, nslookup)     (az network private-dns
+                                                        link vnet list)
 
 Intermittent packet loss         run_shell_cmd       capture_traffic
   (not time-correlated)            (mtr, ping -c 100)  (both ends)
 
 NSG/firewall suspected           run_shell_cmd       run_shell_cmd
-  (traffic permitted by rule?)     (az nsg show)       (az nsg rule list)
+  (traffic permitted by rule?)     (test-ip-flow)      (az network nic
+                                                        list-effective-nsg)
 
 Routing anomaly suspected        run_shell_cmd       capture_traffic
-  (asymmetric path?)               (az route-table...) (source to dest)
+  (asymmetric path?)               (show-next-hop,     (source to dest)
+                                   show-effective-
+                                   route-table)
 
 Service unreachable (TCP reset)  run_shell_cmd       capture_traffic
-  (connection refused)             (ss -an, curl)      (single end)"""
+  (connection refused)             (ss -an, curl,      (single end)
+                                   get-instance-view)
+
+Worked yesterday, fails today    run_shell_cmd       run_shell_cmd
+                                   (activity-log list) (show-next-hop,
+                                                        test-ip-flow)"""
 
 _FILE_READ = """\
 FILE READ RESTRICTION:
@@ -253,16 +317,31 @@ SPECIFIC PIVOTS:
   rm {file}                     → Note as pending manual cleanup; continue investigation
                                   (it will surface in the next orphan check)
   az storage blob delete        → note cleanup_status "partial"; mention it in
-                                  complete_investigation"""
+                                  complete_investigation
+  az vm run-command invoke      → az network watcher test-ip-flow and az network nic
+  (refused or denied)             list-effective-nsg answer most of the same question
+                                  without running anything on the VM; az vm
+                                  get-instance-view for power state
+  capture_traffic denied        → test-ip-flow, show-next-hop and test-connectivity
+                                  (the platform's view of the same path, no capture)
+  test-ip-flow / show-next-hop  → az network nic list-effective-nsg and
+  denied or failing               show-effective-route-table (the rules and routes
+                                  they evaluate), then nsg rule list / route list
+  activity-log list denied      → az network nsg show / route-table show and compare
+                                  etag and provisioning state with what you expect
+  private-dns link list denied  → dig <name> from Ghost ([LOCAL]) and az network
+                                  private-endpoint show (its IP) to compare"""
 
 _EVIDENCE = """\
 EVIDENCE HIERARCHY (highest fidelity first):
   1. PCAP forensic report   — [CLOUD] wire-level truth captured at the Azure
                               hypervisor; cannot be influenced by OS rate-limiting
                               or application-layer behaviour.
-  2. Azure platform API     — [CLOUD] control-plane state (az show/list/get);
-                              authoritative for NSG rules, routes, and peering
-                              configuration as the platform sees them.
+  2. Azure platform API     — [CLOUD] control-plane state (az show/list/get) and
+                              Network Watcher evaluations (IP flow verify, next
+                              hop, effective routes and NSGs); authoritative for
+                              NSG rules, routes, and peering configuration as the
+                              platform sees them.
   3. Active probe result    — [CLOUD if run inside Azure VM via capture_traffic;
                                LOCAL if run on engineer's machine via run_shell_cmd]
                               Reflects the live path but subject to ICMP
@@ -340,6 +419,7 @@ def build_system_prompt(*, is_resume: bool, audit_dir: str) -> str:
         _HYPOTHESES,
         _RESUME,
         _LADDER,
+        _PLAYBOOK,
         _TAXONOMY,
         _FILE_READ.replace("{audit_dir}", audit),
         _LOCAL_PROBE,

@@ -12,6 +12,7 @@ audit log, where ``ghost audit verify`` can prove it was not edited.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from core.engine import rca_sections as sections
+from core.engine.hypotheses import apply_completion
 from core.engine.rca_captures import ReadFile, pattern_b, read_reports
 from core.engine.rca_evidence import artifact_reports, classify_audit, latest_tasks
 from core.session_state import iso_utc
@@ -87,6 +89,8 @@ def build_rca(
     integrity_warning: str | None = None,
     generated_at: datetime,
     duration_s: float | None = None,
+    symptom: str | None = None,
+    requested_by: str | None = None,
 ) -> RcaReport:
     """Phases 1–5 of ghost-design §7: classify, reduce, read summaries, write Markdown.
 
@@ -96,6 +100,18 @@ def build_rca(
     session_id = str(state.get("session_id") or "")
     if not session_id:
         raise ValueError("the session document has no session_id")
+    # the final call's lists resolve the log (on a copy: the caller's state is not changed),
+    # so the summary, the Hypotheses Log and the unresolved section tell one story
+    doc: dict[str, Any] = copy.deepcopy(dict(state))
+    for key in ("hypothesis_log", "evidence_conflicts", "active_hypothesis_ids"):
+        if not isinstance(doc.get(key), list):
+            doc[key] = []
+    for key in ("denial_tracker", "consecutive_denial_counter"):
+        if not isinstance(doc.get(key), dict):
+            doc[key] = {}
+    doc["hypothesis_log"] = [h for h in doc["hypothesis_log"] if isinstance(h, dict)]
+    notes = (apply_completion(doc, completion, iso_utc(generated_at))
+             if completion is not None else [])
 
     audit = classify_audit(audit_records)  # phase 1 (+ Pattern A)
     tasks = latest_tasks(task_events)  # phase 2
@@ -113,14 +129,15 @@ def build_rca(
     lines: list[str] = []
     lines += sections.header(
         session_id, generated=iso_utc(generated_at), confidence=confidence,
-        concluded=completion is not None, duration_s=duration_s, state=state,
+        concluded=completion is not None, duration_s=duration_s, state=doc,
         integrity_warning=integrity_warning)
-    lines += sections.summary(root_cause, completion, confidence_note, audit, tasks)
-    lines += sections.hypotheses(state)
+    lines += sections.who_and_what(symptom, requested_by, audit_records)
+    lines += sections.summary(root_cause, confidence_note, audit, tasks, doc, notes)
+    lines += sections.hypotheses(doc)
     lines += sections.commands(audit)
     lines += sections.captures(tasks, reads, advisories)
     lines += sections.actions(actions, concluded=completion is not None)
-    lines += sections.unresolved(state, completion)
+    lines += sections.unresolved(doc)
     lines += sections.integrity(session_id, audit, skipped_tasks, integrity_warning)
     return RcaReport(
         markdown="\n".join(lines).rstrip() + "\n",

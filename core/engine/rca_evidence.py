@@ -47,6 +47,10 @@ class CommandEvidence:
     exit_code: int | None
     error: str | None
     denial_reason: str | None
+    #: what the answer meant (core.engine.outcomes): "DNS NXDOMAIN", "HTTP 503", …
+    meaning: str | None = None
+    #: an Azure SDK call Ghost made, audited as its az equivalent (no process ran)
+    via_sdk: bool = False
 
     @property
     def risky_approved(self) -> bool:
@@ -73,6 +77,11 @@ class AuditEvidence:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _details(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    details = record.get("details")
+    return details if isinstance(details, Mapping) else {}
 
 
 def _exit_code(value: Any) -> int | None:
@@ -154,6 +163,8 @@ def classify_audit(records: Sequence[Mapping[str, Any]]) -> AuditEvidence:
             exit_code=_exit_code(record.get("exit_code")),
             error=_text(record.get("error")),
             denial_reason=_text(record.get("denial_reason")),
+            meaning=_text(_details(record).get("meaning")),
+            via_sdk=_details(record).get("via") == "sdk",
         )
         commands.append(ev)
         if probe_fail is None and _is_failed_probe(ev):

@@ -45,13 +45,13 @@ def _ids(value: Any) -> list[str]:
     return [str(v) for v in value if isinstance(v, str | int) and str(v)]
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
+    """Whole seconds, one way everywhere: the RCA header and the terminal's closing banner
+    (ghost-design §10 writes ``8m 32s``) show the same figure."""
     total = max(0, round(seconds))
     hours, rest = divmod(total, 3600)
     minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes:02d} min"
-    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
 
 
 def header(session_id: str, *, generated: str, confidence: str, concluded: bool,
@@ -60,7 +60,7 @@ def header(session_id: str, *, generated: str, confidence: str, concluded: bool,
     out = [f"# Root Cause Analysis — {inline(session_id)}", "",
            f"_Generated: {generated}_  ", f"_Confidence: {confidence}_  "]
     if duration_s is not None:
-        out.append(f"_Duration: {_duration(duration_s)}_  ")
+        out.append(f"_Duration: {format_duration(duration_s)}_  ")
     if state.get("resumed_from"):
         out.append(f"_Resumed from: {inline(state['resumed_from'], 80)}_  ")
     out.append("_Ended by: complete_investigation_" if concluded else
@@ -71,8 +71,34 @@ def header(session_id: str, *, generated: str, confidence: str, concluded: bool,
     return out + [""]
 
 
+#: approval transitions a person decides (expiry and Ghost's own withdrawals are not decisions)
+_DECISIONS = {"approved": "approved", "denied": "denied", "modified": "modified"}
+
+
+def who_and_what(symptom: str | None, requested_by: str | None,
+                 audit_records: Sequence[Any]) -> Lines:
+    """What was investigated, who asked, and who decided the approvals: the first things an
+    engineer reading the report needs."""
+    decided: dict[str, dict[str, int]] = {}
+    for record in audit_records:
+        if not isinstance(record, Mapping) or record.get("kind") != "approval":
+            continue
+        verb = _DECISIONS.get(str(record.get("status")))
+        actor = record.get("actor")
+        if verb is None or not isinstance(actor, str) or not actor or actor == "ghost":
+            continue
+        counts = decided.setdefault(actor, {})
+        counts[verb] = counts.get(verb, 0) + 1
+    approvers = "; ".join(
+        f"{inline(actor, 80)} ({', '.join(f'{n} {verb}' for verb, n in counts.items())})"
+        for actor, counts in decided.items()) or "none (no approval was decided)"
+    return [f"**Symptom:** {inline(symptom or '(not recorded)', 1000)}  ",
+            f"**Requested by:** {inline(requested_by or '(unknown)', 120)}  ",
+            f"**Approvers:** {approvers}", ""]
+
+
 def _count_line(audit: AuditEvidence) -> str:
-    labels = ((COMPLETED, "succeeded"), (FAILED, "failed"), (DENIED, "denied"),
+    labels = ((COMPLETED, "ran with exit 0"), (FAILED, "failed"), (DENIED, "denied"),
               (FORBIDDEN, "forbidden"), (TIMEOUT, "timed out"),
               (INTERRUPTED, "interrupted"), (ERROR, "refused or errored"))
     parts = [f"{len(audit.by_outcome(key))} {label}" for key, label in labels
@@ -84,18 +110,20 @@ def _count_line(audit: AuditEvidence) -> str:
     return line + (f"; {approved} ran with an engineer's approval." if approved else ".")
 
 
-def summary(root_cause: str, completion: Mapping[str, Any] | None,
-            confidence_note: str | None, audit: AuditEvidence,
-            tasks: Mapping[str, Mapping[str, Any]]) -> Lines:
+def summary(root_cause: str, confidence_note: str | None, audit: AuditEvidence,
+            tasks: Mapping[str, Mapping[str, Any]], state: Mapping[str, Any],
+            notes: Sequence[str] = ()) -> Lines:
+    """The conclusion; hypothesis states come from the log (after the final call's lists were
+    applied), never from the raw arguments, so they match the Hypotheses Log."""
     out = ["## Investigation Summary", "", *paragraph(root_cause), ""]
     if confidence_note:
         out += [confidence_note, ""]
-    if completion is not None:
-        for key, label in (("confirmed_hypotheses", "Confirmed"),
-                           ("refuted_hypotheses", "Refuted")):
-            ids = _ids(completion.get(key))
-            if ids:
-                out.append(f"- {label}: {inline(', '.join(ids))}")
+    log = _entries(state.get("hypothesis_log"))
+    for wanted, label in (("CONFIRMED", "Confirmed"), ("REFUTED", "Refuted")):
+        ids = [str(h.get("id")) for h in log if h.get("state") == wanted]
+        if ids:
+            out.append(f"- {label}: {inline(', '.join(ids))}")
+    out += [f"- {inline(note, 400)}" for note in notes]
     out.append(f"- {_count_line(audit)}")
     done = sum(1 for t in tasks.values() if is_completed(t))
     out.append(f"- Packet captures: {len(tasks)} task(s), {done} completed.")
@@ -108,7 +136,10 @@ def hypotheses(state: Mapping[str, Any]) -> Lines:
     if not log:
         return out + ["No hypotheses were recorded.", ""]
     rows = [[cell(h.get("id")), cell(h.get("description")), cell(h.get("state")),
-             cell(h.get("denial_count", 0)), cell(h.get("resolving_audit_id"))] for h in log]
+             cell(h.get("denial_count", 0)),
+             cell(h.get("resolving_audit_id") or ("none cited" if h.get("state") in
+                                                  ("CONFIRMED", "REFUTED", "UNVERIFIABLE")
+                                                  else "—"))] for h in log]
     out += table(["Hypothesis ID", "Description", "Final State", "Denial Count",
                   "Resolving Audit ID"], rows)
     denials = [(h.get("id"), d) for h in log for d in _entries(h.get("denial_events"))]
@@ -125,10 +156,15 @@ def hypotheses(state: Mapping[str, Any]) -> Lines:
 
 
 def _outcome_text(ev: CommandEvidence) -> str:
+    if ev.via_sdk and ev.outcome in (COMPLETED, FAILED):
+        # what the SDK answered, not the exit code of a command that never ran
+        return ev.meaning or ("Azure SDK call succeeded" if ev.outcome == COMPLETED
+                              else "Azure SDK call failed")
     if ev.outcome == COMPLETED:
-        return "succeeded"
+        return f"ran: {ev.meaning}" if ev.meaning else "succeeded"
     if ev.outcome == FAILED:
-        return f"failed (exit {ev.exit_code if ev.exit_code is not None else 'unknown'})"
+        code = ev.exit_code if ev.exit_code is not None else "unknown"
+        return f"failed (exit {code})" + (f": {ev.meaning}" if ev.meaning else "")
     if ev.outcome == DENIED:
         detail = f" ({ev.error})" if ev.error and ev.error != "user_denied" else ""
         reason = f": {ev.denial_reason}" if ev.denial_reason else ""
@@ -153,13 +189,20 @@ def commands(audit: AuditEvidence) -> Lines:
     if not audit.commands:
         out += ["No commands were run.", ""]
     else:
-        rows = [[cell(ev.audit_id), f"[{ev.evidence_context}]", code_cell(ev.command),
-                 cell(ev.classification), cell(_action_text(ev)), cell(ev.exit_code),
+        rows = [[cell(ev.audit_id), f"[{ev.evidence_context}]",
+                 code_cell(ev.command) + (" (az equivalent of an SDK call)" if ev.via_sdk
+                                          else ""),
+                 cell(ev.classification), cell(_action_text(ev)),
+                 "n/a (SDK)" if ev.via_sdk and ev.outcome in (COMPLETED, FAILED)
+                 else cell(ev.exit_code),
                  cell(_outcome_text(ev))] for ev in audit.commands]
         out += table(["Audit ID", "Context", "Command", "Classification", "Action",
                       "Exit Code", "Outcome"], rows)
         out += ["", "Raw output is not reproduced here: read it in the audit record of each "
-                "audit_id."]
+                "audit_id. Outcome gives what the answer meant (DNS rcode, packet loss, HTTP "
+                "status, IP flow verdict) where Ghost can read it; a row marked \"az equivalent "
+                "of an SDK call\" is a call Ghost made through the Azure SDK, shown as the az "
+                "command that would do the same."]
         if any(ev.evidence_context == LOCAL for ev in audit.commands):
             out += ["", f"_{LOCAL_NOTE}_"]
     if audit.unfinished:
@@ -222,21 +265,12 @@ def _hypothesis_index(state: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {str(h.get("id")): h for h in _entries(state.get("hypothesis_log")) if h.get("id")}
 
 
-def _merge(*groups: Sequence[str]) -> list[str]:
-    seen: list[str] = []
-    for group in groups:
-        seen += [i for i in group if i not in seen]
-    return seen
-
-
-def unresolved(state: Mapping[str, Any], completion: Mapping[str, Any] | None) -> Lines:
+def unresolved(state: Mapping[str, Any]) -> Lines:
+    """From the log alone (the final call's lists are already applied to it)."""
     index = _hypothesis_index(state)
-    args = completion or {}
     conflicts = _entries(state.get("evidence_conflicts"))
-    by_state = {s: [i for i, h in index.items() if h.get("state") == s]
-                for s in ("UNVERIFIABLE", "CONTRADICTED")}
-    unverifiable = _merge(_ids(args.get("unverifiable_hypotheses")), by_state["UNVERIFIABLE"])
-    contradicted = _merge(_ids(args.get("contradicted_hypotheses")), by_state["CONTRADICTED"])
+    unverifiable = [i for i, h in index.items() if h.get("state") == "UNVERIFIABLE"]
+    contradicted = [i for i, h in index.items() if h.get("state") == "CONTRADICTED"]
     still_open = [i for i, h in index.items() if h.get("state") in _OPEN_STATES]
     out = ["## Unverifiable and Contradicted Hypotheses", ""]
     for hyp in unverifiable:

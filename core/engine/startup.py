@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.engine.ports import Orchestrator
+from core.engine.ports import Orchestrator, OrphanCleanup
 
 TERMINAL_STATES = ("COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED", "DONE")
 
@@ -68,7 +68,7 @@ class CleanupSummary:
     manual_cleanup_pending: list[str] = field(default_factory=list)
 
 
-def orphan_path(orchestrator: Any) -> Orchestrator:
+def orphan_path(orchestrator: Any) -> OrphanCleanup:
     """The orchestrator's orphan-cleanup path when it has one (``orphan_cleaner``): a person
     chose Clean up, so it may act on ended investigations' tasks, which the model may not."""
     cleaner = getattr(orchestrator, "orphan_cleaner", None)

@@ -84,8 +84,10 @@ class CaptureBackend(Protocol):
         """Fail fast when the capture container is missing or not readable."""
         ...
 
-    def create_capture(self, spec: CaptureSpec) -> None:
-        """Create (start) the capture on the Network Watcher of ``spec.location``."""
+    def create_capture(self, spec: CaptureSpec) -> str | None:
+        """Create (start) the capture on the Network Watcher of ``spec.location``; return the
+        storage path the created capture reports (``storageLocation.storagePath``: where
+        Azure will write the blob), or None when it reports none."""
         ...
 
     def capture_status(self, location: str, name: str) -> CaptureStatus:

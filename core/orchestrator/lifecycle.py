@@ -48,6 +48,9 @@ class Lifecycle:
         self.sleep = sleep
         self.monotonic = monotonic
         self._polling = False
+        #: steps an engineer denied during the current request (task_id → what was denied);
+        #: the orchestrator reports them once, so the engine counts each denial once
+        self.denials: dict[str, dict[str, str | None]] = {}
 
     # ------------------------------------------------------------------ the loop
     def advance(self, task: Task, *, poll: bool) -> str:
@@ -123,6 +126,9 @@ class Lifecycle:
         task["pending_step"] = None
         if step == "cleanup":
             return self._cleaned(task, outcome, int(index or 0))
+        if outcome.kind == "denied":
+            self.denials[task["task_id"]] = {"command": command, "reason": outcome.message,
+                                             "audit_id": outcome.audit_id, "step": step}
         apply: Callable[[Task, Outcome], str | None] = {
             "detect": self._detected, "verify_storage": self._storage_checked,
             "create": self._created_capture, "poll": self._polled,
@@ -158,7 +164,7 @@ class Lifecycle:
             return self._fail(task, S.FAILED, f"Storage {task['storage_account']}/"
                               f"{task['storage_container']} is not accessible: "
                               f"{out.message or out.code}. Nothing was created.")
-        task["cleanup_plan"] = cleanup_entries(task, self.config, include_artifacts=False)
+        task["cleanup_plan"] = cleanup_entries(task, self.steps.auth_mode, include_artifacts=False)
         self._enter(task, S.APPROVED)
         return None
 
@@ -177,12 +183,34 @@ class Lifecycle:
             return self._fail(task, S.FAILED, f"Azure provisioning failed: {out.code}: "
                               f"{out.message}")
         task["capture_created"] = True
+        self._adopt_storage_path(task, out.data.get("storage_path"))
         self._enter(task, S.PROVISIONING)
         self._enter(task, S.WAITING)
         if self._polling:
             return None  # check_task: go straight on to the first poll burst
         wait = self.config.initial_poll_interval
         return f"Packet capture starting on {task['target']}. Check back in ~{wait:.0f} seconds."
+
+    def _adopt_storage_path(self, task: Task, reported: object) -> None:
+        """Download (and delete) the blob Azure says the capture writes, not the one asked
+        for: the created capture's ``storageLocation.storagePath`` is the truth."""
+        if not isinstance(reported, str) or not reported:
+            return
+        task["storage_path"] = reported
+        found = self.steps.blob_of(task["storage_account"], reported)
+        if found is None:
+            task["warnings"] = task["warnings"] + [
+                f"Azure reported the capture's storage path as {reported}, which is not a blob "
+                f"of {task['storage_account']}; Ghost downloads the blob it asked for."]
+            return
+        if found == (task["storage_container"], task["storage_blob_name"]):
+            return
+        task["storage_container"], task["storage_blob_name"] = found
+        task["cleanup_plan"] = [
+            e if e["kind"] != "blob" else next(
+                n for n in cleanup_entries(task, self.steps.auth_mode, include_artifacts=False)
+                if n["kind"] == "blob")
+            for e in task["cleanup_plan"]]
 
     def _waiting(self, task: Task) -> str | None:
         started = self.monotonic()
@@ -293,9 +321,17 @@ class Lifecycle:
             return self._fail(task, S.FAILED, f"PCAP engine failed: {out.message or out.code}")
         stem = Path(task["analysis_plan"]["capture"]).stem
         out_dir = self.config.local_capture_dir
-        task.update(semantic_json_path=str(out_dir / f"{stem}_semantic.json"),
-                    report_path=str(out_dir / f"{stem}_forensic_report.md"),
-                    summary_path=str(out_dir / f"{stem}_executive_summary.md"),
+        # the paths the forensic engine says it wrote (one per line); the naming convention
+        # only when it printed none
+        written = [line.strip() for line in str(out.data.get("raw") or "").splitlines()]
+
+        def path_of(suffix: str) -> str:
+            said = [p for p in written if p.endswith(suffix)]
+            return said[-1] if said else str(out_dir / f"{stem}{suffix}")
+
+        task.update(semantic_json_path=path_of("_semantic.json"),
+                    report_path=path_of("_forensic_report.md"),
+                    summary_path=path_of("_executive_summary.md"),
                     mode=task["analysis_plan"]["mode"])
         partner_id = task["analysis_plan"].get("partner")
         self._complete(task, partner_id)
@@ -329,7 +365,8 @@ class Lifecycle:
         """Prepare the plan; False when there is nothing to clean (cleanup_status skipped)."""
         if task.get("location") and (include_artifacts or not task["cleanup_plan"]):
             old = {e["resource"]: e for e in task["cleanup_plan"]}
-            fresh = cleanup_entries(task, self.config, include_artifacts=include_artifacts)
+            fresh = cleanup_entries(task, self.steps.auth_mode,
+                                    include_artifacts=include_artifacts)
             task["cleanup_plan"] = [old.get(e["resource"], e) for e in fresh]
         for entry in task["cleanup_plan"]:
             if entry["outcome"] in ("denied", "failed"):

@@ -49,6 +49,9 @@ STATUS_OF_OUTCOME: Final = {
 
 INTENTS: Final = ("capture_traffic", "check_task", "cancel_task", "list_tasks", "cleanup_task")
 MAX_TIME_LIMIT_S: Final = 18000  # Network Watcher's cap (and default)
+#: the capture_traffic tool's documented bound ("Max 300"): a capture holds a slot of the
+#: region's packet-capture limit and the investigation waits on it, so longer runs are refused
+MAX_CAPTURE_SECONDS: Final = 300
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ class CloudOrchestrator:
     # ------------------------------------------------------------------ entry point
     def orchestrate(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Dispatch one Brain request; every failure is a ``status: error`` response."""
+        self.lifecycle.denials = {}
         response = self._guarded(request, foreign=())
         if self._orphan_scan_due:
             self._orphan_scan_due = False
@@ -134,12 +135,20 @@ class CloudOrchestrator:
     def _respond(self, task: Task, message: str) -> dict[str, Any]:
         partner = (self.registry.load(task["paired_task_id"])
                    if task.get("paired_task_id") else None)
-        return build_response(task, self.clock(), message=message, partner=partner)
+        response = build_response(task, self.clock(), message=message, partner=partner)
+        denial = self.lifecycle.denials.get(task["task_id"])
+        if denial is not None:
+            # a HITL denial: the engine counts it against the active hypotheses (with _meta)
+            response.update(denied=True, denied_command=denial["command"],
+                            denial_reason=denial["reason"], audit_id=denial["audit_id"])
+        return response
 
     # --------------------------------------------------------------- capture_traffic
     def _capture(self, request: Mapping[str, Any]) -> dict[str, Any]:
         targets = split_targets(request.get("target"))
         params = capture_parameters(request.get("parameters"))
+        asked_mode = params.pop("storage_auth_mode", None)
+        used_mode = self.lifecycle.steps.auth_mode
         context = str(request.get("investigation_context") or "")
         now = self.clock()
         tasks: list[Task] = []
@@ -148,6 +157,12 @@ class CloudOrchestrator:
                                                    now), {t["task_id"] for t in tasks})
             task = new_task(task_id=task_id, session_id=self.session_id, target=target,
                             parameters=params, context=context, config=self.config, now=now)
+            task["storage_auth_mode"] = used_mode
+            if asked_mode and asked_mode != used_mode:
+                task["warnings"].append(
+                    f"storage_auth_mode {asked_mode!r} was asked for, but this Ghost reaches "
+                    f"storage with {used_mode!r} (GHOST_AZURE_STORAGE_AUTH_MODE): that is what "
+                    "the approvals and the audit show, and what is used.")
             tasks.append(task)
         if len(tasks) == 2:
             a, b = tasks

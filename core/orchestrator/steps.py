@@ -38,6 +38,21 @@ class StepBook:
         self.config = config
         self.sleep = sleep
 
+    @property
+    def auth_mode(self) -> str:
+        """The storage auth mode really used: the backend's own, else the configured one."""
+        mode = getattr(self.backend, "storage_auth_mode", None)
+        return mode if isinstance(mode, str) and mode else self.config.storage_auth_mode
+
+    def blob_of(self, account: str, storage_path: str) -> tuple[str, str] | None:
+        """(container, blob) of a storage path Azure reported for ``account``; None when the
+        path is not a blob URL of that account."""
+        base = self.backend.blob_url(account, "c", "b")[: -len("/c/b")]
+        if not storage_path.startswith(base + "/"):
+            return None
+        container, _, blob = storage_path[len(base) + 1:].partition("/")
+        return (container, blob) if container and blob else None
+
     # ------------------------------------------------------------------- detection
     def detect(self, task: Task) -> Step:
         target, rg = task["target"], task["resource_group"]
@@ -57,7 +72,7 @@ class StepBook:
     def verify_storage(self, task: Task) -> Step:
         sa, container = task["storage_account"], task["storage_container"]
         command = (f"az storage container exists --account-name {_q(sa)} --name {_q(container)}"
-                   f" --auth-mode {_q(self.config.storage_auth_mode)} -o tsv")
+                   f" --auth-mode {_q(self.auth_mode)} -o tsv")
 
         def run() -> dict[str, Any]:
             self.backend.verify_storage(sa, container)
@@ -103,8 +118,8 @@ class StepBook:
                                                       separators=(",", ":"))))
 
         def run() -> dict[str, Any]:
-            self.backend.create_capture(spec)
-            return {"name": spec.name, "location": spec.location}
+            written_to = self.backend.create_capture(spec)
+            return {"name": spec.name, "location": spec.location, "storage_path": written_to}
 
         reasoning = (f"Creating packet capture for investigation: {_context(task)}. "
                      f"Duration: {spec.time_limit_seconds} seconds. Capture name: {spec.name}.")
@@ -126,7 +141,7 @@ class StepBook:
         blob, path = task["storage_blob_name"], Path(task["planned_pcap_path"])
         command = (f"az storage blob download --account-name {_q(sa)} --container-name "
                    f"{_q(container)} --name {_q(blob)} --file {_q(path)} --auth-mode "
-                   f"{_q(self.config.storage_auth_mode)} --no-progress")
+                   f"{_q(self.auth_mode)} --no-progress")
 
         def run() -> dict[str, Any]:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -207,13 +222,13 @@ def local_entry(path: str) -> dict[str, Any]:
             "executed": False, "outcome": None}
 
 
-def cleanup_entries(task: Task, config: OrchestratorConfig, *,
+def cleanup_entries(task: Task, auth_mode: str, *,
                     include_artifacts: bool) -> list[dict[str, Any]]:
     """The plan: cloud resources first (they cost money), local files last."""
     entries = [
         capture_entry(str(task["location"]), task["azure_operation_id"]),
         blob_entry(task["storage_account"], task["storage_container"],
-                   task["storage_blob_name"], config.storage_auth_mode),
+                   task["storage_blob_name"], auth_mode),
         local_entry(task["planned_pcap_path"]),
     ]
     if include_artifacts:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from core.orchestrator.model import MAX_TIME_LIMIT_S
+from core.orchestrator.model import MAX_CAPTURE_SECONDS
 
 _TARGET_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9/._()-]{0,400}$")
 _ACCOUNT_RE: Final = re.compile(r"^[a-z0-9]{3,24}$")
@@ -58,10 +58,14 @@ def capture_parameters(raw: object) -> dict[str, Any]:
             raise RequestError("missing_parameter", f"{name} is required")
     params = dict(raw)
     duration = params["duration_seconds"]
-    if isinstance(duration, bool) or not isinstance(duration, int) \
-            or not 1 <= duration <= MAX_TIME_LIMIT_S:
+    if isinstance(duration, bool) or not isinstance(duration, int) or duration < 1:
         raise RequestError("invalid_parameter", f"duration_seconds must be an integer from 1 "
-                           f"to {MAX_TIME_LIMIT_S} (Network Watcher's limit), got {duration!r}")
+                           f"to {MAX_CAPTURE_SECONDS}, got {duration!r}")
+    if duration > MAX_CAPTURE_SECONDS:
+        raise RequestError("invalid_parameter", f"duration_seconds {duration} is over the "
+                           f"capture limit of {MAX_CAPTURE_SECONDS} s; nothing was started. Ask "
+                           f"for at most {MAX_CAPTURE_SECONDS} s (run a second capture if the "
+                           "problem needs a longer window).")
     if not isinstance(params["storage_account"], str) or \
             not _ACCOUNT_RE.match(params["storage_account"]):
         raise RequestError("invalid_parameter", "storage_account must be 3-24 lowercase "
@@ -76,6 +80,10 @@ def capture_parameters(raw: object) -> dict[str, Any]:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 0):
             raise RequestError("invalid_parameter", f"{name} must be a non-negative integer")
+    mode = params.get("storage_auth_mode")
+    if mode is not None and mode not in ("login", "key"):
+        raise RequestError("invalid_parameter", f"storage_auth_mode must be 'login' or 'key', "
+                           f"not {mode!r}")
     params["filters"] = _filters(params.get("filters"))
     return params
 

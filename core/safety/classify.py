@@ -42,6 +42,10 @@ DESTRUCTIVE: Final = frozenset({
     "insmod", "rmmod", "swapoff", "swapon", "hostnamectl", "timedatectl", "nmcli", "brctl",
     "conntrack", "ipset", "logger", "wall", "write",
 })
+#: Programs whose arguments are values, never file names: a `*`, `?` or bracket in them is text
+#: for the program (a JMESPath filter, `--local 10.0.0.4:*`, a DNS wildcard, a tcpdump or ss
+#: filter), and the executor runs argv without a shell that could expand it.
+PATTERN_VALUE_PROGRAMS: Final = frozenset({"az", "dig", "host", "nslookup", "tcpdump", "ss"})
 NETWORK_TOOLS: Final = frozenset({
     "nc", "ncat", "netcat", "socat", "wget", "telnet", "ssh", "scp", "sftp", "rsync", "ftp",
     "openssl", "nmap", "hping3", "iperf", "iperf3", "tftp", "lftp", "http", "https", "xh",
@@ -90,6 +94,10 @@ def _classify_simple(command: str, ctx: Context) -> Verdict:
                             "quote literal text in single quotes.")
     if not lex.words:
         return make_verdict("T3.empty", "The command has no words.")
+    for word_index, char in lex.patterns:
+        if word_index == 0 or lex.words[0] not in PATTERN_VALUE_PROGRAMS:
+            return make_verdict("T3.glob", f"Uses unquoted {char!r}, which a shell expands to "
+                                "file names; quote literal text in single quotes.")
     if not shlex_agrees(command, lex.words):
         return make_verdict("T3.parse_error", "The command parses differently under two "
                             "parsers; refusing to guess which one a shell would use.")

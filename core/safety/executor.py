@@ -14,7 +14,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Final
@@ -56,6 +56,12 @@ class ExecResult:
     duration_s: float
     started_at: datetime
     finished_at: datetime
+
+
+#: The last step of the gate, as a port: (argv, timeout_s, max_output_bytes) → the result.
+#: Production runs the program (:func:`run_argv`); the lab answers from its scenario.
+#: May raise :class:`ExecError` (the program does not exist).
+Runner = Callable[[Sequence[str], float, int], "ExecResult"]
 
 
 def scrubbed_env(env_allowlist: Iterable[str] = (),

@@ -31,7 +31,9 @@ METADATA_NAMES: Final = frozenset({
 #: Spellings of the IMDS address inside DNS names (nip.io / sslip.io style services).
 _IMDS_SUBSTRINGS: Final = ("169.254.169.254", "169-254-169-254", "a9fea9fe", "a9fe:a9fe")
 LOOPBACK_NAMES: Final = frozenset({"localhost", "localhost.localdomain", "ip6-localhost",
-                                   "ip6-loopback"})
+                                   "ip6-loopback", "localhost4", "localhost6",
+                                   "localhost4.localdomain4", "localhost6.localdomain6",
+                                   "ip6-localnet", "loopback"})
 
 _SPLIT_RE = re.compile(r"[/@=,?#\[\]\s;&|'\"()<>{}\\]+")
 _V4_PART_RE = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
@@ -176,7 +178,8 @@ def word_hits_wireserver(word: str) -> bool:
 
 #: Wildcard DNS services that resolve names like 127.0.0.1.nip.io to the embedded address.
 _WILDCARD_DNS: Final = ("nip.io", "sslip.io", "xip.io", "traefik.me", "localtest.me", "lvh.me",
-                        "vcap.me", "lacolhost.com", "localhost.run", "1u.ms", "rbndr.us")
+                        "vcap.me", "lacolhost.com", "localhost.run", "1u.ms", "rbndr.us",
+                        "localho.st", "localhost.direct", "local.gd", "lcl.host", "fuf.me")
 
 
 def word_hits_local(word: str) -> bool:
@@ -184,7 +187,8 @@ def word_hits_local(word: str) -> bool:
         return True
     for cand in candidate_hosts(word):
         name = cand.rstrip(".")
-        if name in LOOPBACK_NAMES or name.endswith(".localhost"):
+        if (name in LOOPBACK_NAMES or name.endswith((".localhost", ".localdomain"))
+                or name.startswith(("localhost", "ip6-local"))):
             return True
         if any(name == d or name.endswith("." + d) for d in _WILDCARD_DNS):
             return True

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 #: Longest command the gate inspects; longer ones are RISKY (humans read what they approve).
 MAX_COMMAND_CHARS = 4096
 
-_GLOB_CHARS = frozenset("*?[]{}~")
+_GLOB_CHARS = frozenset("{}~")
+#: Pattern characters: a path glob in a shell, plain text in an argv run without one.
+_PATTERN_CHARS = frozenset("*?[]")
 
 
 @dataclass
@@ -28,6 +30,9 @@ class LexResult:
     hazards: list[tuple[str, str]] = field(default_factory=list)
     program_quoted: bool = False
     unbalanced: bool = False
+    #: (word index, character) of each unquoted *, ?, [ or ]; whether that is a glob depends
+    #: on the program (`az ... --local 10.0.0.4:*` is a value, `cat /etc/*` a path pattern)
+    patterns: list[tuple[int, str]] = field(default_factory=list)
 
 
 def printable_ascii_problem(command: str) -> tuple[str, str] | None:
@@ -93,6 +98,8 @@ def strict_lex(command: str) -> LexResult:
             if not result.words:
                 result.program_quoted = True
             continue
+        if char in _PATTERN_CHARS:
+            result.patterns.append((len(result.words), char))
         hazard = _normal_hazard(char, at_word_start)
         if command[index + 1:index + 2] == "(" and char in "$<>":
             hazard = ("T3.substitution", f"{char}( substitution")
@@ -151,7 +158,9 @@ def normalize_hostile(text: str) -> str:
         # the same result as the loop below, at C speed for the common (and the 1 MB) case
         return _ASCII_INVISIBLE_RE.sub("", text).lower()
     folded = unicodedata.normalize("NFKC", text)
-    table: dict[int, str | None] = {}
+    # IDNA maps the ideographic full stop (and, after NFKC, its half-width form) to a dot,
+    # so curl reads 169\u3002254\u3002169\u3002254 as the metadata address
+    table: dict[int, str | None] = {0x3002: "."}
     for char in set(folded):
         if char in "\n\r\t":
             continue

@@ -23,8 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from core.safety.secret_decoders import redact_decoders
+from core.safety.secret_formats import FORMAT_PATTERNS
 from core.safety.secret_names import (
     credential_like,
+    env_secret,
     is_placeholder,
     kv_secret,
     looks_empty,
@@ -34,6 +37,7 @@ from core.safety.secret_names import (
 )
 from core.safety.secret_pairs import mark, redact_pairs, replace_value
 from core.safety.secret_patterns import PROGRAM_FLAGS, TOKEN_PATTERNS
+from core.safety.secret_vault import redact_vault_values
 
 
 @dataclass(frozen=True)
@@ -60,15 +64,20 @@ _STORAGE_KEY_RE: Final = re.compile(
 _DNS_CONTEXT_RE: Final = re.compile(
     r"\b(?:DNSKEY|RRSIG|CDNSKEY|CDS|DS|KEY|SIG|NSEC3PARAM|TLSA|SSHFP|IPSECKEY|DNSSEC)\b"
     r"|publicKey|public_key|PublicKey|ssh-|ecdsa-|BEGIN CERTIFICATE")
-_VAULT_VALUE_RE: Final = re.compile(
-    r"\"value\"[ \t]{0,5}:[ \t]{0,5}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,65536})\"")
 _CLI_FLAG_RE: Final = re.compile(
     r"(?i)(?<![A-Za-z0-9_-])--?(?P<n>(?:[a-z0-9]{1,20}-){0,3}[a-z0-9]{0,12}?(?:password|passwd|passphrase|"
     r"secret|token|key|string|sas|pass|pat|storepass|keypass|passin|passout))"
     r"(?:=|[ \t]{1,5})(?P<s>\"[^\"\r\n]{0,4096}\"|'[^'\r\n]{0,4096}'|[^\s\"']{1,4096})")
 _AZ_LOGIN_P_RE: Final = re.compile(
     r"(?i)\baz[ \t]+(?:login|acr[ \t]+login|(?:vm|vmss)[ \t]+user[ \t]+[a-z-]{1,20})\b"
-    r"[^\r\n]{0,400}?[ \t]-p[ \t]+(?P<s>\S{1,1024})")
+    r"[^\r\n]{0,400}?[ \t]-p(?:[ \t]+|=|(?=[^\s-]))(?P<s>\S{1,1024})")
+#: NAME=VALUE with an UPPER_CASE name (env, printenv, .env files, docker inspect "Env")
+_ENV_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9_.-])(?P<n>[A-Z][A-Z0-9_]{1,63})=(?:\"(?P<s2>[^\"\r\n]{1,4096})\""
+    r"|'(?P<s3>[^'\r\n]{1,4096})'|(?P<s>[^\s\"',;&|]{1,4096}))")
+_ENV_NEEDLES: Final = ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "AUTH", "CREDENTIAL", "PAT",
+                       "PSK", "CONNSTR", "SAS", "COOKIE", "SIGNATURE")
+_IS_SECRET_RE: Final = re.compile(r"(?i)\"is_?secret\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}true")
 _KV_RE: Final = re.compile(
     r"(?i)(?:pass(?:word|wd|phrase)?|pwd|secret|token|key(?:value)?|credential|"
     r"connection_?string|auth|sig|pat|psk|primary|secondary)(?:s|[-_]?[0-9])?(?P<q>[\"']?)"
@@ -80,7 +89,7 @@ _XML_RE: Final = re.compile(r"<([A-Za-z_:-]{1,40})>([^<\r\n]{1,4096})</\1>")
 #: innermost JSON objects (no nested braces), for name/value pairs such as app settings
 _JSON_OBJECT_RE: Final = re.compile(r"\{[^{}]{1,4096}\}")
 _JSON_NAME_RE: Final = re.compile(
-    r"\"(?:name|keyName|settingName|Name|KeyName)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
+    r"\"(?:name|keyName|settingName|Name|KeyName|key|Key)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
     r"\"(?P<n>[^\"\\\r\n]{1,200})\"")
 _JSON_VALUE_RE: Final = re.compile(
     r"\"(?:value|Value)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
@@ -257,11 +266,14 @@ def _json_pairs_pass(text: str, counts: Counter[str]) -> str:
             return body
         named = _JSON_NAME_RE.search(body)
         name = named.group("n") if named else ""
+        flagged = _IS_SECRET_RE.search(body) is not None
 
         def value(vm: re.Match[str]) -> str:
             v = vm.group("s")
             if looks_empty(v) or "[REDACTED:" in v:
                 return vm.group(0)
+            if flagged:
+                return replace_value(vm, counts, "secret_value")
             if setting_name(name):
                 if v.startswith(("http://", "https://")) and not any(
                         c in v for c in "@?"):
@@ -305,22 +317,38 @@ def _xml_pass(text: str, counts: Counter[str]) -> str:
     return _XML_RE.sub(replace, text)
 
 
+def _env_pass(text: str, counts: Counter[str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        for group in ("s", "s2", "s3"):
+            value = match.group(group)
+            if value is not None:
+                break
+        else:  # pragma: no cover - the pattern always sets one group
+            return match.group(0)
+        if "[REDACTED:" in value or not env_secret(match.group("n"), value):
+            return match.group(0)
+        return replace_value(match, counts, "secret_value")
+    return _ENV_RE.sub(replace, text)
+
+
 def redact_with_counts(text: str) -> RedactionResult:
     """Redact secrets and report how many of each kind were removed."""
     counts: Counter[str] = Counter()
     lower = text.lower()
+    if "vault.azure.net" in lower:
+        # first, so a connection string stored as a secret goes whole, not piece by piece
+        text = redact_vault_values(text, counts)
     text = _redact_pem(text, counts)
     if "private-lines:" in lower:
         text = _PUTTY_RE.sub(_token_replacer("private_key", counts, None), text)
-    for pattern in TOKEN_PATTERNS:
+    for pattern in TOKEN_PATTERNS + FORMAT_PATTERNS:
         if any(needle in lower for needle in pattern.needles):
             text = pattern.pattern.sub(
                 _token_replacer(pattern.kind, counts, pattern.accept), text)
     text = _program_flag_pass(text, lower, counts)
     if "==" in text:
         text = _storage_key_pass(text, counts)
-    if "vault.azure.net/secrets/" in text or "vault.azure.net:443/secrets/" in text:
-        text = _VAULT_VALUE_RE.sub(_token_replacer("keyvault_secret", counts, None), text)
+    text = redact_decoders(text, lower, counts)
     if "login" in text or " user " in text:
         text = _AZ_LOGIN_P_RE.sub(_token_replacer("cli_secret", counts, None), text)
     if any(needle in lower for needle in _KV_NEEDLES):
@@ -328,6 +356,8 @@ def redact_with_counts(text: str) -> RedactionResult:
         text = _kv_pass(text, counts)
         if "{" in text:
             text = _secret_object_pass(text, counts)
+    if "=" in text and any(word in text for word in _ENV_NEEDLES):
+        text = _env_pass(text, counts)
     if '"value"' in lower and "{" in text:
         text = _json_pairs_pass(text, counts)
     if "</" in text:

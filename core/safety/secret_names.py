@@ -19,7 +19,9 @@ _KEY_QUALIFIERS: Final = (
     "license", "webhook", "host_function", "system", "masterkey", "readonly", "readwrite",
     "x-api", "x_api", "xapi", "ocp-apim-subscription", "host", "routing", "durabletask",
     "decryption", "validation", "machine", "symmetric", "hmac", "jwt", "aes", "cookie",
-    "authorization",
+    "authorization", "integration", "openai", "redis", "cognitive", "search", "maps",
+    "translator", "speech", "vision", "eventgrid", "topic", "webhook_signing", "pusher",
+    "sendgrid", "mailgun", "stripe", "twilio", "datadog", "dd", "newrelic", "sentry",
 )
 #: Service Bus / Relay / App Service hybrid connections: "sendKeyValue", "listenKeyValue".
 _KEY_VALUE_QUALIFIERS: Final = ("send", "listen", "primary", "secondary", "shared", "access")
@@ -39,7 +41,15 @@ _SECRET_SUFFIXES: Final = (
 #: `"primary": true` and `"key1": "2024-01-01T00:00:00Z"` are not.
 _AMBIGUOUS_RE: Final = re.compile(r"^(?:key|primary|secondary)[-_]?[0-9]?$")
 _FALSE_VALUES: Final = frozenset({"", "null", "true", "false", "none", "nil", "undefined",
-                                  "[]", "{}", "''", '""', "<none>", "n/a", "-", "*"})
+                                  "[]", "{}", "''", '""', "<none>", "n/a", "-", "*",
+                                  # what other tools print where they removed a value
+                                  "redacted", "filtered", "masked", "hidden", "removed",
+                                  "obfuscated", "sanitized", "scrubbed", "omitted",
+                                  "sensitive", "<sensitive>", "(sensitive value)"})
+#: Names that carry a secret only when the value looks like one: Cosmos DB's session token
+#: (`0:-1#12345`, a log position) shares its name with AWS's SessionToken (a credential).
+_VALUE_DECIDES: Final = frozenset({"sessiontoken", "session_token", "session-token",
+                                   "x-ms-session-token"})
 #: "(none)", "<not set>", "(hidden)": how tools print that there is no value to show.
 _SHOWN_EMPTY_RE: Final = re.compile(
     r"^[(<](?:none|null|empty|not set|unset|hidden|masked|redacted|n/a|nil)[)>]$")
@@ -67,6 +77,8 @@ def secret_name(name: str) -> bool:
     name = normalise_name(name)
     if not name or name in NOT_SECRET_NAMES:
         return False
+    if name.startswith("existing"):
+        return False  # Helm's existingSecret: NAME names a Kubernetes secret, it is not one
     if "secret_key" in name or "secretkey" in name:
         return True
     if name.endswith(_SECRET_SUFFIXES):
@@ -128,12 +140,58 @@ def credential_like(value: str) -> bool:
     return has_digit and has_alpha
 
 
+def password_like(value: str) -> bool:
+    """A 12+ character word mixing cases and digits or symbols: `hunter2-Secret`, not
+    `app1-config-prod` or `eastus2`. Used only where the name is `key`/`primary`."""
+    if len(value) < 12 or len(value) > 256 or any(c.isspace() for c in value):
+        return False
+    if _GUID_RE.match(value) or _DATE_RE.match(value) or "://" in value or value[0] in "/~":
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    symbol = any(c in "!@#$%^&*+=~" for c in value)
+    return has_digit and (mixed or symbol)
+
+
+#: Words of an UPPER_CASE environment name that mark its value secret, and name endings that
+#: say the value only points at one (a path, a URL, a name, a type).
+_ENV_SECRET_WORDS: Final = frozenset({
+    "password", "passwd", "pass", "pwd", "secret", "secrets", "token", "key", "keys", "auth",
+    "credential", "credentials", "apikey", "pat", "psk", "connstr", "connectionstring", "sas",
+    "accesskey", "secretkey", "privatekey", "signature", "cookie",
+})
+_ENV_POINTER_ENDINGS: Final = (
+    "_path", "_file", "_dir", "_url", "_uri", "_name", "_id", "_type", "_mode", "_enabled",
+    "_length", "_size", "_header", "_endpoint", "_host", "_port", "_version", "_region",
+    "_expiry", "_expires", "_ttl", "_algorithm", "_alg", "_format", "_issuer", "_audience",
+    "_scope", "_vault", "_method", "_provider", "_strategy", "_required", "_timeout",
+)
+_ENV_INNOCENT_KEYS: Final = ("partition_key", "sort_key", "cache_key", "row_key", "public_key",
+                             "hot_key", "idempotency_key", "foreign_key", "primary_key_name")
+
+
+def env_secret(name: str, value: str) -> bool:
+    """Is VALUE secret in `NAME=VALUE` for an UPPER_CASE environment name?"""
+    low = name.lower()
+    if low in ("pwd", "oldpwd") or low.endswith(_ENV_POINTER_ENDINGS) or low.endswith(
+            _ENV_INNOCENT_KEYS):
+        return False
+    if not any(word in _ENV_SECRET_WORDS for word in low.split("_")):
+        return False
+    value = value.strip("\"'")
+    pointer = value.startswith(("/", "~", "http://", "https://")) and not any(
+        c in value for c in "@?")
+    return not (looks_empty(value) or pointer)
+
+
 def kv_secret(name: str, value: str) -> bool:
     """Is `value`, held by a field/option/variable called `name`, a secret?"""
     if looks_empty(value):
         return False
+    if normalise_name(name) in _VALUE_DECIDES:
+        return credential_like(value)
     if ambiguous_name(name):
-        return credential_like(value) or hex_key(value)
+        return credential_like(value) or hex_key(value) or password_like(value)
     if not secret_name(name):
         return False
     if normalise_name(name) == "auth":

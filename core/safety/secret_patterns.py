@@ -37,6 +37,10 @@ def _not_a_path(value: str) -> bool:
     return not (value.startswith(("/", "~")) or re.match(r"[A-Za-z]:[\\/]", value))
 
 
+#: A connection-string value; ODBC quotes values containing `;` in braces (`Pwd={a;b}`, with
+#: `}}` standing for a literal brace), so a brace value runs to its closing brace.
+_ODBC_VALUE: Final = r"\{(?:[^}\r\n]|\}\}){0,1024}\}[^;\"'\s<>]{0,1024}|[^;\"'\s<>]{1,4096}"
+
 #: A header value: a JSON string, a single-quoted shell word, or the rest of the line with any
 #: balanced double-quoted parts (Digest username="u", response="...").
 _HEADER_VALUE: Final = (
@@ -70,7 +74,7 @@ TOKEN_PATTERNS: Final[tuple[TokenPattern, ...]] = (
         r"private-token|x-vault-token|aeg-sas-key|aeg-sas-token)"
         r"[\"']?[ \t]{0,5}:[ \t]{0,5}" + _HEADER_VALUE)),
     TokenPattern("slack_token", ("xox", "xapp-"), re.compile(
-        r"(?<![A-Za-z0-9-])(?:xox[abposre]|xapp)[.-][A-Za-z0-9.-]{10,}")),
+        r"(?<![A-Za-z0-9-])(?:xox[abposrecd]|xapp)[.-][A-Za-z0-9.%-]{10,}")),
     TokenPattern("slack_webhook", ("hooks.slack.com",), re.compile(
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_-]{8,})")),
     TokenPattern("google_api_key", ("aiza",), re.compile(
@@ -137,12 +141,12 @@ TOKEN_PATTERNS: Final[tuple[TokenPattern, ...]] = (
                                               "token="), re.compile(
         r"(?i)(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey|SharedAccessSignature|Password|"
         r"SharedSecret|AccessKey|ClientSecret|AccessToken)="
-        r"(?P<s>[^;\"'\s<>]{1,4096})")),
+        r"(?P<s>" + _ODBC_VALUE + r")")),
     TokenPattern("connection_string_secret", ("pwd=",), re.compile(
-        r"(?i);[ \t]{0,3}pwd=(?P<s>[^;\"'\s<>]{1,4096})")),
+        r"(?i);[ \t]{0,3}pwd=(?P<s>" + _ODBC_VALUE + r")"), _not_a_path),
     # Pwd=... opening a connection string; the shell's PWD=/home/x is a directory, not a secret
     TokenPattern("connection_string_secret", ("pwd=",), re.compile(
-        r"(?i)(?<![A-Za-z0-9_;])pwd=(?P<s>[^;\"'\s<>]{1,4096});"), _not_a_path),
+        r"(?i)(?<![A-Za-z0-9_;])pwd=(?P<s>" + _ODBC_VALUE + r");"), _not_a_path),
     TokenPattern("sas_signature", ("sig=",), re.compile(
         r"(?i)(?<![A-Za-z0-9_](?<!\\u0026))sig="
         r"(?P<s>(?:[^&\s\"'<>;\\]|\\(?!u00)){1,4096})")),
@@ -188,4 +192,10 @@ PROGRAM_FLAGS: Final[tuple[tuple[tuple[str, ...], re.Pattern[str], re.Pattern[st
      re.compile(r"(?<=[ \t])-U[ \t]*[^\s%]{1,256}%(?P<s>\S{1,256})"), 1),
     (("pass:",), re.compile(r"(?<![\w.-])(?:openssl|pkcs12|-passin|-passout|-pass)(?![\w-])"),
      re.compile(r"(?<![A-Za-z0-9])pass:" + _VALUE), 4),
+    # openssl enc -k PASSWORD (the password itself, not a file)
+    (("openssl",), re.compile(r"(?<![\w.-])openssl[ \t]+enc(?![\w-])"),
+     re.compile(r"(?<=[ \t])-k[ \t]+" + _VALUE), 1),
+    # nuget push -k API_KEY, dotnet nuget push -k API_KEY
+    (("nuget",), re.compile(r"(?<![\w.-])nuget(?![\w-])"),
+     re.compile(r"(?<=[ \t])-k[ \t]+" + _VALUE), 1),
 )

@@ -15,12 +15,13 @@ command that has no outcome with ``error: "interrupted"``; it is never run again
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from core.engine.outcomes import meaning, sdk_meaning
 from core.ports import ApprovalRecord, ApprovalStore, AuditLog
 from core.safety.approval import (
     ApprovalPolicy,
@@ -31,7 +32,7 @@ from core.safety.approval import (
     command_hash,
 )
 from core.safety.classify import classify
-from core.safety.executor import ExecError, run_argv
+from core.safety.executor import ExecError, ExecResult, Runner, run_argv
 from core.safety.files import DataFileError, read_data_file
 from core.safety.outcome import Outcome, child_environ, without_rc_files
 from core.safety.redact import redact
@@ -106,6 +107,7 @@ class SafeExecShell:
         requested_by: str | None = None,
         clock: Callable[[], datetime] = utc_now,
         env_allowlist: tuple[str, ...] = (),
+        runner: Runner | None = None,
     ) -> None:
         self.session_id = session_id
         self.audit = audit
@@ -117,6 +119,8 @@ class SafeExecShell:
         self.requested_by = requested_by
         self.clock = clock
         self.env_allowlist = env_allowlist
+        #: runs the argv once the gate has let it through (the lab substitutes its own)
+        self.runner: Runner = runner or self._run_argv
 
     # ----------------------------------------------------------------- the tool call
     def execute(self, request: Mapping[str, Any]) -> dict[str, Any]:
@@ -433,6 +437,8 @@ class SafeExecShell:
             "environment": environment,
             "details": {"approval_id": approval_id} if approval_id else None,
         }
+        if call is not None:  # an Azure SDK call: the command is its az equivalent
+            base["details"] = {**(base["details"] or {}), "via": "sdk"}
         started_at = self.clock()
         started = self.audit.append_audit(self.session_id, {
             **base, "kind": "command_started", "status": "executing",
@@ -460,6 +466,7 @@ class SafeExecShell:
             "started_at": started["started_at"], "finished_at": self.clock().isoformat(),
             "duration_ms": int(result.duration_s * 1000), "output_metadata": metadata,
             "ref_audit_id": started["audit_id"],
+            "details": _with_meaning(base["details"], command, result, err.text, call),
         })
         return response_from_record(record)
 
@@ -484,12 +491,17 @@ class SafeExecShell:
         if argv[0] == "cat":
             return self._cat(argv)
         try:
-            result = run_argv(without_rc_files(argv), timeout_s=self.limits.timeout_s,
-                              max_output_bytes=self.limits.max_output_bytes,
-                              env_allowlist=self.env_allowlist, environ=child_environ())
+            result = self.runner(without_rc_files(argv), self.limits.timeout_s,
+                                 self.limits.max_output_bytes)
         except ExecError as exc:
             return Outcome.failed("command_not_found", str(exc))
         return Outcome.of(result)
+
+    def _run_argv(self, argv: Sequence[str], timeout_s: float,
+                  max_output_bytes: int) -> ExecResult:
+        """The production runner: the program itself, scrubbed environment, no shell."""
+        return run_argv(argv, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
+                        env_allowlist=self.env_allowlist, environ=child_environ())
 
     def _cat(self, argv: tuple[str, ...]) -> Outcome:
         paths = [a for a in argv[1:] if a != "--"]
@@ -566,3 +578,11 @@ def _approval_fields(approval: ApprovalRecord) -> dict[str, Any]:
         "rule": approval.rule,
         "classifier_version": approval.classifier_version,
     }
+
+
+def _with_meaning(details: dict[str, Any] | None, command: str, result: Outcome, err: str,
+                  call: CallFn | None) -> dict[str, Any] | None:
+    """What the answer meant (DNS rcode, packet loss, HTTP status…), beside the exit code."""
+    said = (sdk_meaning(result.exit_code, err) if call is not None
+            else meaning(command, result.exit_code, result.stdout, result.stderr))
+    return {**(details or {}), "meaning": redact(said)} if said else details

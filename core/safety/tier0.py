@@ -13,6 +13,20 @@ from typing import Final
 
 from core.safety.hosts import word_hits_metadata, word_hits_wireserver
 from core.safety.lexer import normalize_hostile, tolerant_segments
+from core.safety.tier0_classes import (
+    COMMAND_KEYS_RE,
+    MORE_WRAPPERS,
+    PERSISTENCE_MARKERS,
+    PRIVILEGE_PROGRAMS,
+    assembled,
+    built_program,
+    credential_path,
+    exploit_payload,
+    identity_endpoint,
+    is_shell,
+    reverse_shell_script,
+)
+from core.safety.tier0_host import host_check
 from core.safety.verdict import Verdict, make_verdict
 
 WRAPPERS: Final = frozenset({
@@ -20,7 +34,7 @@ WRAPPERS: Final = frozenset({
     "command", "builtin", "time", "watch", "strace", "ltrace", "setsid", "stdbuf", "chroot",
     "busybox", "unbuffer", "script", "runuser", "flock", "taskset", "chrt", "firejail", "eval",
     "then", "do", "else", "if", "while", "until", "!",
-})
+}) | MORE_WRAPPERS
 INTERPRETERS: Final = frozenset({
     "sh", "bash", "zsh", "dash", "ksh", "csh", "tcsh", "fish", "ash", "pwsh", "powershell",
     "python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh",
@@ -30,6 +44,14 @@ _DNS_ICMP: Final = frozenset({
     "dig", "nslookup", "host", "ping", "ping6", "traceroute", "traceroute6", "tracepath",
     "tracepath6", "mtr", "delv", "drill", "kdig",
 })
+#: Programs that only read the host's routes, sockets or packets: naming the WireServer or IMDS
+#: address in their filters (`ss -tn dst 168.63.129.16`, `ip route get 169.254.169.254`) sends
+#: nothing to it.
+_ROUTE_SOCKET_READERS: Final = frozenset({"ss", "ip", "netstat", "tcpdump", "conntrack"})
+#: Words that would make a reader talk to the address or run something else.
+_TALKERS: Final = frozenset({"exec", "-exec", "curl", "wget", "nc", "ncat", "netcat", "socat",
+                             "telnet", "openssl", "http", "https", "xh", "python", "python3",
+                             "sh", "bash", "perl", "ruby", "node", "php", "-z", "busybox"})
 _DISK_TOOLS: Final = frozenset({
     "mkfs", "mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk",
     "parted", "blkdiscard", "mkntfs", "mkdosfs", "mkfs.ext2", "mkfs.ext3", "mkfs.ext4",
@@ -100,8 +122,13 @@ def _basename(word: str) -> str:
 _CHECKED: Final = frozenset({
     "rm", "dd", "shred", "chmod", "chown", "chgrp", "nc", "ncat", "netcat", "nc.traditional",
     "nc.openbsd", "socat", "tcpdump", "az", "init", "telinit", "systemctl", "cp", "mv", "tee",
-    "install", "pv", "cat", "rsync", "find", "kill", "pkill",
-}) | _DISK_TOOLS | _POWER
+    "install", "pv", "cat", "rsync", "find", "kill", "pkill", "killall", "ps", "crontab", "at",
+    "batch", "hdparm", "nvme", "lvremove", "vgremove", "pvremove", "lvreduce", "cryptsetup",
+    "mdadm", "badblocks", "zpool", "zfs", "dmsetup", "sg_format", "sg_sanitize", "iptables",
+    "ip6tables", "iptables-nft", "ip6tables-nft", "iptables-legacy", "ip6tables-legacy",
+    "ebtables", "arptables", "nft", "ufw", "firewall-cmd", "loginctl", "busctl", "dbus-send",
+    "tshark", "nmap", "gdbus", "qdbus",
+}) | _DISK_TOOLS | _POWER | PRIVILEGE_PROGRAMS
 #: Arguments looked at after a candidate program, and candidate checks per command: bounds
 #: Tier 0's work on hostile megabyte inputs (which are RISKY as too long in any case).
 _MAX_REST_WORDS: Final = 512
@@ -126,14 +153,19 @@ def _checked(name: str) -> bool:
     return name in _CHECKED or name.startswith("mkfs.")
 
 
-def _first_program(words: list[str]) -> str:
+def _first_word(words: list[str]) -> str:
+    """The word a shell would run as the program, past assignments, wrappers and options."""
     for word in words:
         name = _basename(word)
         if (_ASSIGN_RE.match(word) or name in WRAPPERS or word.startswith("-")
                 or _NUMBERISH_RE.match(word)):
             continue
-        return name
+        return word
     return ""
+
+
+def _first_program(words: list[str]) -> str:
+    return _basename(_first_word(words))
 
 
 def _norm_target(target: str) -> str:
@@ -157,6 +189,15 @@ def _critical(rest: list[str]) -> bool:
 
 
 def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
+    if name in PRIVILEGE_PROGRAMS:
+        return "T0.privilege_escalation", f"'{name}' runs a command with other privileges"
+    if name in ("crontab", "at", "batch") and rest != ["-l"]:
+        return "T0.privilege_escalation", f"'{name}' schedules commands to run later"
+    if name == "ps" and any(w.isalpha() and "e" in w for w in rest):
+        return "T0.credential_store", "ps with the e option prints every process's environment"
+    host = host_check(name, rest)
+    if host is not None:
+        return host
     if name == "rm" and _recursive(rest) and _critical(rest):
         return "T0.rm_root", "recursive rm of / or a top-level directory"
     if name in _DISK_TOOLS or name.startswith("mkfs."):
@@ -165,8 +206,9 @@ def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
             w.startswith(("of=/dev/", "/dev/")) and w not in ("of=/dev/null", "/dev/null")
             for w in rest):
         return "T0.raw_device_write", f"'{name}' writing to a device"
+    targets = rest if name == "tee" else rest[1:]  # tee writes to every argument
     if name in ("cp", "mv", "tee", "install", "pv", "cat", "rsync") and any(
-            _RAW_DEV_WORD_RE.match(w) for w in rest[1:] if not w.startswith("-")):
+            _RAW_DEV_WORD_RE.match(w) for w in targets if not w.startswith("-")):
         return "T0.raw_device_write", f"'{name}' writing onto a block device"
     if name == "find" and "-delete" in rest and _critical(rest):
         return "T0.rm_root", "find -delete over / or a top-level directory"
@@ -176,6 +218,8 @@ def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
     if name in _POWER or (name in ("init", "telinit") and rest[:1] in (["0"], ["6"])) or (
             name == "systemctl" and any(w in _SYSTEMCTL_POWER for w in rest)):
         return "T0.power", "shuts down or reboots the host"
+    if name in ("chmod", "install") and any(_setuid_mode(w) for w in rest):
+        return "T0.privilege_escalation", f"'{name}' sets a setuid or setgid bit"
     if name in ("chmod", "chown", "chgrp") and _recursive(rest) and _critical(rest):
         return "T0.perm_root", f"recursive {name} on a top-level directory"
     if name in ("nc", "ncat", "netcat", "nc.traditional", "nc.openbsd") and any(
@@ -183,7 +227,7 @@ def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
                 w.startswith("-") and not w.startswith("--") and ("e" in w or "c" in w))
             for w in rest):
         return "T0.reverse_shell", f"'{name}' with an exec option opens a remote shell"
-    if name == "socat" and any("exec:" in w or "system:" in w for w in rest):
+    if name == "socat" and any(k in w for w in rest for k in ("exec:", "system:", "shell:")):
         return "T0.reverse_shell", "socat exec/system address opens a remote shell"
     if name == "tcpdump" and any(w == "-z" or (w.startswith("-") and not w.startswith("--")
                                  and "z" in w.lstrip("-")) for w in rest):
@@ -191,6 +235,13 @@ def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
     if name == "az":
         return _az_check(rest)
     return None
+
+
+def _setuid_mode(word: str) -> bool:
+    word = word.removeprefix("--mode=").removeprefix("-m")
+    if re.fullmatch(r"0?[2-7][0-7]{3}", word):
+        return True
+    return bool(re.fullmatch(r"[ugoa]*[+=][rwxXst]*s[rwxXst]*(?:,[ugoa]*[+=-][rwxXst]*)*", word))
 
 
 def _az_check(rest: list[str]) -> tuple[str, str] | None:
@@ -210,14 +261,39 @@ def _az_check(rest: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def tier0(command: str) -> Verdict | None:
-    """Return a FORBIDDEN verdict if any Tier 0 rule matches, else None."""
-    norm = normalize_hostile(command)
-    dequoted = re.sub(r"['\"\\]", "", norm)
-    compact = re.sub(r"\s+", "", dequoted)
+def _never(rule: str, why: str) -> Verdict:
+    return make_verdict(rule, f"Refused ({rule}): {why}. This is never allowed, even with "
+                        "approval.")
+
+
+def _pipes_to_shell(dequoted: str) -> bool:
+    """`... | busybox sh`, `| env X=1 bash -s`, `| xargs sh -c`: a shell reading the pipe."""
+    pieces = re.split(r"(?<!\|)\|(?!\|)", dequoted)
+    for piece in pieces[1:]:
+        words = piece.replace("&", " ").split()
+        if words and is_shell(_first_program(words)):
+            return True
+    return False
+
+
+_SHELL_STDIN_RE: Final = re.compile(
+    r"(?:^|[\s;&|(/])(?:" + _SHELLS[3:-1] + r"|source|\.)(?:\s+-\S+)*\s*<{1,3}\s*(?:<\(|\$\(|`)")
+_SHELL_C_SUBST_RE: Final = re.compile(
+    r"(?:^|[\s;&|(/])" + _SHELLS + r"(?:\s+-\S+)*\s+-c\s+[\"']?\s*(?:\$\(|`)")
+_EVAL_RE: Final = re.compile(r"(?:^|[\s;&|(])eval\s[^\n;&|]{0,400}?(?:\$|`)")
+
+
+def _text_checks(command: str, norm: str, dequoted: str, compact: str) -> Verdict | None:
+    """Pattern checks on the whole (hostile-read) text, before it is split into commands."""
     if _FORK_BOMB_RE.search(compact):
         return make_verdict("T0.fork_bomb", "Refused: this defines a function that pipes into "
                             "or backgrounds itself, the shape of a fork bomb.")
+    if exploit_payload(compact):
+        return _never("T0.exploit_payload", "the command carries an exploit payload "
+                      "(Shellshock, Log4Shell or OGNL lookup syntax)")
+    why = assembled(command)
+    if why is not None:
+        return _never("T0.assembled_command", f"{why}, so the text approved is not what runs")
     if "/dev/tcp/" in compact or "/dev/udp/" in compact:
         return make_verdict("T0.reverse_shell", "Refused: /dev/tcp or /dev/udp redirection "
                             "is how reverse shells are opened.")
@@ -225,15 +301,23 @@ def tier0(command: str) -> Verdict | None:
         return make_verdict("T0.metadata_header", "Refused: the 'Metadata: true' header is only "
                             "needed to query the instance metadata service, which hands out "
                             "managed-identity tokens.")
+    if identity_endpoint(compact):
+        return _never("T0.identity_endpoint", "the command names a managed-identity token "
+                      "endpoint")
     if "/proc/sysrq-trigger" in compact:
         return make_verdict("T0.power", "Refused: writing to /proc/sysrq-trigger can reboot or "
                             "crash the host at once.")
     if _RAW_DEVICE_RE.search(compact):
         return make_verdict("T0.raw_device_write", "Refused: redirecting output onto a block "
                             "device destroys the disk.")
-    if _PIPE_SHELL_RE.search(dequoted) or _SUBST_SHELL_RE.search(dequoted):
+    if (_PIPE_SHELL_RE.search(dequoted) or _SUBST_SHELL_RE.search(dequoted)
+            or _SHELL_STDIN_RE.search(dequoted) or _SHELL_C_SUBST_RE.search(dequoted)
+            or _EVAL_RE.search(norm) or ("|" in dequoted and _pipes_to_shell(dequoted))):
         return make_verdict("T0.pipe_to_shell", "Refused: piping output into a shell or "
                             "interpreter runs whatever that output says.")
+    if any(m in compact for m in PERSISTENCE_MARKERS):
+        return _never("T0.privilege_escalation", "the command names a file that grants logins "
+                      "or runs code for others (authorized_keys, ld.so.preload, cron, sudoers)")
     for marker in _CREDENTIAL_MARKERS:
         if marker in compact or ("/proc/" in compact and "/environ" in compact):
             return make_verdict("T0.credential_store", "Refused: the command names a local "
@@ -242,34 +326,77 @@ def tier0(command: str) -> Verdict | None:
     if _PROC_SECRET_RE.search(compact):
         return make_verdict("T0.credential_store", "Refused: a process's environment or memory "
                             "holds its secrets.")
+    return None
+
+
+def tier0(command: str) -> Verdict | None:
+    """Return a FORBIDDEN verdict if any Tier 0 rule matches, else None."""
+    norm = normalize_hostile(command)
+    dequoted = re.sub(r"['\"\\]", "", norm)
+    compact = re.sub(r"\s+", "", dequoted)
+    found = _text_checks(command, norm, dequoted, compact)
+    if found is not None:
+        return found
+    # a command line hidden in an option value (ProxyCommand=, core.sshCommand=) is a command
+    split = COMMAND_KEYS_RE.sub("; ", norm[:_SEGMENT_SCAN_CHARS])
+    segments = tolerant_segments(split)
+    words_all = [w for words in segments for w in words]
+    if reverse_shell_script(compact) and any(
+            is_shell(_basename(w)) or _basename(w) in ("awk", "gawk", "mawk", "nawk")
+            for w in words_all):
+        return _never("T0.reverse_shell", "an interpreter wires a network socket to a process")
+    for word in words_all:
+        if ("/" in word or "~" in word) and credential_path(word):
+            return make_verdict("T0.credential_store", "Refused: the command names a local "
+                                f"credential store ({word[:60]!r} in some spelling).")
     budget = [_MAX_CHECKS]
-    for words in tolerant_segments(norm[:_SEGMENT_SCAN_CHARS]):
+    for words in segments:
         found = _segment(words, budget)
         if found is not None:
             return found
     return None
 
 
+def _reads_routes_only(words: list[str]) -> bool:
+    """`ss -tn dst 168.63.129.16`, `ip route get 169.254.169.254`: looks, sends nothing."""
+    return _first_program(words) in _ROUTE_SOCKET_READERS and not any(
+        _basename(w) in _TALKERS or _basename(w) in WRAPPERS for w in words)
+
+
 def _segment(words: list[str], budget: list[int]) -> Verdict | None:
-    for word in words:
-        if word_hits_metadata(word):
-            return make_verdict("T0.metadata_endpoint", f"Refused: '{word[:80]}' points at "
-                                "the instance metadata service (169.254.169.254), which "
-                                "hands out managed-identity tokens.")
-    if any(word_hits_wireserver(w) for w in words):
-        program = _first_program(words)
+    raw = _first_word(words)
+    program = _basename(raw)
+    if raw and built_program(raw):
+        return _never("T0.assembled_command", f"the program {raw[:40]!r} is built at run "
+                      "time (a glob, expansion or substitution), so what runs is not what "
+                      "was approved")
+    metadata = next((w for w in words if word_hits_metadata(w)), None)
+    wireserver = any(word_hits_wireserver(w) for w in words)
+    reader = (metadata is not None or wireserver) and _reads_routes_only(words)
+    if metadata is not None and not reader:
+        return make_verdict("T0.metadata_endpoint", f"Refused: '{metadata[:80]}' points at "
+                            "the instance metadata service (169.254.169.254), which hands "
+                            "out managed-identity tokens.")
+    if wireserver and not reader:
         if program not in _DNS_ICMP:
-            return make_verdict("T0.wireserver", "Refused: only DNS lookups and ICMP probes "
-                                "may reach the Azure WireServer 168.63.129.16; it serves VM "
-                                "agent state and extension secrets.")
+            return make_verdict("T0.wireserver", "Refused: only DNS lookups, ICMP probes and "
+                                "route or socket reads may name the Azure WireServer "
+                                "168.63.129.16; it serves VM agent state and extension "
+                                "secrets.")
+    deferred: tuple[str, str] | None = None
     for index in _candidates(words):
         budget[0] -= 1
         if budget[0] < 0:
-            return None
+            break
         hit = _program_check(_basename(words[index]),
                              words[index + 1:index + 1 + _MAX_REST_WORDS])
-        if hit is not None:
-            rule, what = hit
-            return make_verdict(rule, f"Refused ({rule}): {what}. This is never allowed, "
-                                "even with approval.")
+        if hit is not None and hit[0] == "T0.privilege_escalation":
+            deferred = deferred or hit  # `sudo rm -rf /` is named for what it would do
+        elif hit is not None:
+            deferred = hit
+            break
+    if deferred is not None:
+        rule, what = deferred
+        return make_verdict(rule, f"Refused ({rule}): {what}. This is never allowed, even "
+                            "with approval.")
     return None

@@ -12,7 +12,7 @@ from typing import Final, Literal
 Classification = Literal["SAFE", "RISKY", "FORBIDDEN"]
 
 #: Bump whenever a rule changes meaning; approvals are bound to (command hash, this version).
-CLASSIFIER_VERSION: Final = "ghost-safety-2025.1"
+CLASSIFIER_VERSION: Final = "ghost-safety-2026.1"
 
 
 @dataclass(frozen=True)
@@ -54,19 +54,39 @@ _RULE_LIST: Final[tuple[Rule, ...]] = (
     # Tier 0: never run, whatever a human says.
     _r("T0.metadata_endpoint", _F, "targets the cloud instance metadata service (IMDS) "
        "169.254.169.254 / fd00:ec2::254 in any spelling"),
+    _r("T0.identity_endpoint", _F, "names a managed-identity token endpoint "
+       "(IDENTITY_ENDPOINT, MSI_ENDPOINT, /msi/token, /metadata/identity, Arc and Cloud Shell "
+       "ports 40342 / 50342)"),
     _r("T0.metadata_header", _F, "sends the `Metadata: true` header that IMDS requires"),
     _r("T0.wireserver", _F, "talks to the Azure WireServer 168.63.129.16 with something other "
        "than a DNS lookup or ICMP probe (it serves VM agent goal state and extension secrets)"),
-    _r("T0.credential_store", _F, "names a local credential store (az token cache, "
-       "/etc/shadow, SSH private keys, process environments)"),
+    _r("T0.credential_store", _F, "names a local credential store in any path spelling (az "
+       "token cache, /etc/shadow, SSH private keys, kubelet and AKS node keys, /etc/ssl/private, "
+       "ipsec.secrets, WireGuard configs, cloud-init user data, process environments)"),
+    _r("T0.privilege_escalation", _F, "runs as another user or gains privileges (sudo, doas, "
+       "su, runuser, pkexec, setuid bits, setcap) or plants persistence (authorized_keys, "
+       "ld.so.preload, cron, at)"),
+    _r("T0.assembled_command", _F, "a command assembled at run time so its text is not what "
+       "runs (brace expansion, ANSI-C escapes, ${VAR%...}, a glob or expansion as the program, "
+       "~user, backslash-newline)"),
+    _r("T0.exploit_payload", _F, "carries an exploit payload (Shellshock `() {`, Log4Shell "
+       "`${jndi:`, OGNL/Spring class-loader strings)"),
+    _r("T0.host_destruction", _F, "destroys disks, volumes or the firewall of the host (hdparm "
+       "erase, nvme format/sanitize, lvremove, cryptsetup erase, mdadm, firewall flush or "
+       "default-drop policy)"),
+    _r("T0.script_engine", _F, "runs a script inside a network tool (tshark -X lua_script, "
+       "nmap --script/-sC/-A)"),
     _r("T0.rm_root", _F, "recursive delete of / or a top-level system or home directory"),
     _r("T0.disk_format", _F, "formats, wipes or repartitions a disk"),
     _r("T0.raw_device_write", _F, "writes to a raw block device (dd of=/dev/..., > /dev/sda)"),
-    _r("T0.power", _F, "shuts down or reboots the host"),
+    _r("T0.power", _F, "shuts down, reboots or suspends the host, or signals PID 1 (also through "
+       "systemd targets, loginctl, busctl, dbus-send)"),
     _r("T0.fork_bomb", _F, "defines a self-replicating shell function (fork bomb)"),
     _r("T0.perm_root", _F, "recursive chmod/chown of / or a top-level system directory"),
-    _r("T0.reverse_shell", _F, "opens a remote shell (/dev/tcp, nc -e, socat exec)"),
-    _r("T0.pipe_to_shell", _F, "pipes data into a shell or interpreter"),
+    _r("T0.reverse_shell", _F, "opens a remote shell (/dev/tcp, nc -e, socat exec/system/shell, "
+       "an interpreter wiring a socket to a process, nc inside ProxyCommand or sshCommand)"),
+    _r("T0.pipe_to_shell", _F, "feeds data to a shell or interpreter (a pipe through any "
+       "wrapper, `bash < <(curl ...)`, `eval \"$(...)\"`)"),
     _r("T0.tcpdump_exec", _F, "tcpdump -z runs an arbitrary program on rotated files"),
     _r("T0.az_token", _F, "mints or prints an access token (get-access-token, --expose-token)"),
     _r("T0.az_credentials", _F, "creates, resets or downloads credentials "
@@ -89,7 +109,8 @@ _RULE_LIST: Final[tuple[Rule, ...]] = (
     _r("T1.flood", _R, "flood or unbounded-rate probing"),
     _r("T1.unbounded", _R, "a probe or capture with no count or time bound"),
     _r("T1.interactive", _R, "a mode that reads commands interactively"),
-    _r("T1.payload_dump", _R, "prints packet payloads, which may carry credentials"),
+    _r("T1.payload_dump", _R, "prints packet payloads or verbose protocol decodes, which may "
+       "carry credentials"),
     _r("T1.curl_method", _R, "an HTTP method other than GET or HEAD"),
     _r("T1.curl_header", _R, "a request header outside the harmless allowlist"),
     _r("T1.curl_scheme", _R, "a URL scheme other than http(s), or no explicit scheme"),
@@ -99,8 +120,12 @@ _RULE_LIST: Final[tuple[Rule, ...]] = (
     _r("T1.path_outside_data_dir", _R, "a file path that resolves outside the audit/data dir"),
     _r("T1.no_data_dir", _R, "a file-reading command while no data directory is configured"),
     # Tier 2: az.
-    _r("T2.az_read", _S, "az read verb (list, show, get, exists, test-*, show-*) with no "
-       "secret-returning group and no file or secret arguments"),
+    _r("T2.az_read", _S, "an az read on the list of reads known to return no secrets, with "
+       "selector options only"),
+    _r("T2.az_unlisted_read", _R, "an az read that is not on the list of reads known to return "
+       "no secrets"),
+    _r("T2.az_unknown_option", _R, "an option that is not a selector allowed on a clean az "
+       "read (it may make the read return secrets)"),
     _r("T2.az_secret_read", _R, "az read that returns keys, secrets, SAS tokens, "
        "connection strings, credentials or app settings"),
     _r("T2.az_rest", _R, "az rest sends an arbitrary ARM/Graph request"),

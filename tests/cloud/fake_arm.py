@@ -40,6 +40,10 @@ class ArmState:
     drop_next: int = 0  # hang up without an answer: the network is gone
     requests: list[tuple[str, str, int]] = field(default_factory=list)
     on_stopped: Callable[[str], None] = lambda path: None
+    #: where "Azure" really writes a capture, given the storagePath asked for (None: as asked)
+    write_to: Callable[[str], str] | None = None
+    #: ARM's answer to a DELETE of a capture that does not exist: 404, or 204 No Content
+    delete_missing_status: int = 404
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_vm(self, name: str, rg: str = "prod-rg", location: str = "westus2",
@@ -157,11 +161,17 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, {"value": [c["resource"] for c in s.captures.values()
                                               if c["watcher"] == watcher]})
         capture = s.captures.get(name)
+        if method == "DELETE" and capture is None and s.delete_missing_status == 204:
+            return self._send(204)
         if method == "PUT":
             if s.create_error:
                 status, code, message = s.create_error
                 return self._error(status, code, message)
             props = body["properties"]
+            if s.write_to is not None:
+                location = dict(props["storageLocation"])
+                location["storagePath"] = s.write_to(location["storagePath"])
+                props = {**props, "storageLocation": location}
             resource = {"id": f"{self.path.split('?')[0]}", "name": name,
                         "properties": {**props, "provisioningState": "Updating"}}
             s.captures[name] = {"watcher": watcher, "resource": resource, "polls": 0}

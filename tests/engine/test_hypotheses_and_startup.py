@@ -34,9 +34,9 @@ def test_text_fallback_follows_the_spec_convention() -> None:
     hyp.apply_text(state, "Hypothesis H1: NSG rule blocking TCP 6379.\n"
                           "Hypothesis H2: UDR sending traffic to wrong next-hop.", NOW)
     assert [h["id"] for h in state["hypothesis_log"]] == ["h1", "h2"]
-    hyp.apply_text(state, "NSG rules permit 6379. H1 REFUTED. Checking routes.", NOW,
-                   last_audit_id="ghost_x_003")
-    assert state["hypothesis_log"][0]["state"] == "REFUTED"
+    hyp.apply_text(state, "NSG rules permit 6379 (ghost_x_003). h1 REFUTED. Checking routes.",
+                   NOW, known_audit_ids={"ghost_x_003"})
+    assert state["hypothesis_log"][0]["state"] == "REFUTED"  # ids match case-insensitively
     assert state["hypothesis_log"][0]["resolving_audit_id"] == "ghost_x_003"
 
 
@@ -106,19 +106,26 @@ def test_orphan_buckets() -> None:
     assert summary.manual_cleanup_pending == ["t_partial"]
 
 
-def test_a_resolution_citing_nothing_falls_back_to_the_latest_command() -> None:
+def test_a_resolution_cites_only_real_evidence_the_model_gave() -> None:
+    """Regression (issue 13): a resolution citing nothing used to cite the newest command
+    (a failed capture-target check ended up as evidence for unrelated hypotheses)."""
     state = fresh()
+    known = {"ghost_x_004", "ghost_x_009"}
     hyp.apply_reported(state, [{"id": "h1", "description": "NSG blocks 443"}], NOW)
-    hyp.apply_reported(state, [{"id": "h1", "state": "CONFIRMED"}], NOW,
-                       last_audit_id="ghost_x_009")
-    assert state["hypothesis_log"][0]["resolving_audit_id"] == "ghost_x_009"
-    # a citation the model gives wins over the fallback; a malformed one is ignored
+    hyp.apply_reported(state, [{"id": "h1", "state": "CONFIRMED"}], NOW, known_audit_ids=known)
+    assert state["hypothesis_log"][0]["state"] == "CONFIRMED"
+    assert state["hypothesis_log"][0]["resolving_audit_id"] is None
+    # a citation the model gives counts when the record exists; a made-up or malformed one not
     hyp.apply_reported(state, [{"id": "h2", "description": "UDR"},
-                               {"id": "h3", "description": "DNS"}], NOW)
+                               {"id": "h3", "description": "DNS"},
+                               {"id": "h4", "description": "MTU"}], NOW)
     hyp.apply_reported(state, [{"id": "h2", "state": "REFUTED",
                                 "evidence_audit_ids": ["ghost_x_004"]},
-                               {"id": "h3", "state": "REFUTED", "evidence_audit_ids": "x"}],
-                       NOW, last_audit_id="ghost_x_009")
+                               {"id": "h3", "state": "REFUTED", "evidence_audit_ids": "x"},
+                               {"id": "H4", "state": "REFUTED",
+                                "evidence_audit_ids": ["ghost_x_777"]}],
+                       NOW, known_audit_ids=known)
     log = {h["id"]: h for h in state["hypothesis_log"]}
     assert log["h2"]["resolving_audit_id"] == "ghost_x_004"
-    assert log["h3"]["resolving_audit_id"] == "ghost_x_009"
+    assert log["h3"]["resolving_audit_id"] is None
+    assert log["h4"]["state"] == "REFUTED" and log["h4"]["resolving_audit_id"] is None

@@ -203,10 +203,19 @@ def test_corrupted_state_offers_fresh_or_abort(fake_gemini: Any, cli_env: dict[s
 def test_tasks_of_live_investigations_are_not_orphans(store: Any, tmp_path: Path) -> None:
     from bot.bootstrap import session_is_live
 
-    live = store.create_investigation(symptom="a", model="m", audit_dir="a",
+    live = store.create_investigation(symptom="a", model="m", audit_dir="a", platform="slack",
                                       status="awaiting_approval").session_id
     done = store.create_investigation(symptom="b", model="m", audit_dir="a").session_id
     store.set_status(done, "completed")
     assert session_is_live(store, live) is True
     assert session_is_live(store, done) is False
+    # a terminal run is live while its process holds the lease, not because of its status
+    term = store.create_investigation(symptom="c", model="m", audit_dir="a",
+                                      status="running").session_id
+    assert session_is_live(store, term) is False  # killed -9: nobody renews it
+    assert store.take_lease(term, "terminal:host:1", lease_seconds=60)
+    assert session_is_live(store, term) is True
+    assert not store.take_lease(term, "terminal:host:2", lease_seconds=60)  # one holder
+    store.release_lease(term, "terminal:host:1")
+    assert session_is_live(store, term) is False
     assert session_is_live(store, "ghost_19990101_000000") is False

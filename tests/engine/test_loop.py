@@ -268,7 +268,7 @@ def test_capture_tools_route_to_the_orchestrator(store: Store, tmp_path: Path) -
     assert orch.requests[0] == {
         "intent": "capture_traffic", "target": "vm1", "investigation_context": "why",
         "parameters": {"resource_group": "rg", "storage_account": "sa",
-                       "duration_seconds": 60, "storage_auth_mode": "login"}}
+                       "duration_seconds": 60}}  # no storage_auth_mode: the model gave none
     assert orch.requests[1] == {"intent": "check_task", "task_id": "ghost_vm1_20250115T143200"}
     assert brain.function_responses(2)[0]["response"]["status"] == "task_completed"
 
@@ -343,23 +343,32 @@ def test_crash_recovery_ignores_other_writers_records(store: Store, tmp_path: Pa
     assert len(ran) == 1  # it never started before the crash, so it ran now, once
 
 
-def test_a_resolution_without_citations_rests_on_the_latest_command(store: Store,
-                                                                   tmp_path: Path) -> None:
-    """The loop used to drop the evidence: RCA rows said "—" for every resolving audit id."""
+def test_a_resolution_cites_the_evidence_the_model_named_and_nothing_else(
+        store: Store, tmp_path: Path) -> None:
+    """Regression (issue 13): a resolution that cited nothing fell back to the latest command,
+    so an unrelated record was cited as evidence. Now: the cited record when it exists, or
+    "none cited" in the RCA."""
     h2 = [{"id": "h2", "description": "redis is not listening", "state": "ACTIVE"}]
     brain = FakeBrain(
         reply(call("run_shell_cmd", command="ss -tln", reasoning="sockets", hypotheses=H1 + h2),
               text="Hypothesis H1: NSG blocks 6379"),
         reply(call("run_shell_cmd", command="ip route show", reasoning="routes"),
-              text="Nothing listens on 6379. H2 CONFIRMED."),
+              text="(replaced below with the real audit id)"),
         reply(call("complete_investigation", confidence="high", root_cause_summary="x",
                    hypotheses=[{"id": "h1", "state": "REFUTED"}])),
     )
     rig = Rig(store, tmp_path, brain)
     sid = rig.start()
+    # the model cites the real audit id of `ss -tln`
+    cited = f"Nothing listens on 6379 (see {sid}_002). H2 CONFIRMED."
+    brain.replies[1].content["parts"][0]["text"] = cited
+    object.__setattr__(brain.replies[1], "text", cited)
     assert rig.engine.advance(sid).kind == "completed"
     log = {h["id"]: h for h in store.get_investigation(sid).state["hypothesis_log"]}
     assert log["h2"]["state"] == "CONFIRMED"
-    assert log["h2"]["resolving_audit_id"] == f"{sid}_002"  # ss -tln, the turn before
+    assert log["h2"]["resolving_audit_id"] == f"{sid}_002"  # ss -tln, cited on its line
     assert log["h1"]["state"] == "REFUTED"
-    assert log["h1"]["resolving_audit_id"] == f"{sid}_004"  # ip route show, the latest
+    assert log["h1"]["resolving_audit_id"] is None  # cited nothing: no stand-in record
+    md = store.get_investigation(sid).rca_markdown or ""
+    row = next(line for line in md.splitlines() if line.startswith("| h1 "))
+    assert "none cited" in row and f"{sid}_004" not in row

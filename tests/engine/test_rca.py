@@ -227,7 +227,7 @@ def test_full_report_has_every_section_in_order() -> None:
     md = report.markdown
     assert md.startswith(f"# Root Cause Analysis — {SID}\n")
     assert "_Generated: 2025-01-15T15:02:00Z_" in md and "_Confidence: high_" in md
-    assert "_Duration: 12 min 34 s_" in md
+    assert "_Duration: 12m 34s_" in md
     titles = re.findall(r"^## (.+)$", md, re.M)
     assert titles == ["Investigation Summary", "Hypotheses Log", "Command Evidence",
                       "Capture Evidence", "Recommended Actions",
@@ -262,7 +262,7 @@ def test_command_evidence_rows_carry_context_outcome_and_audit_id() -> None:
     assert forbidden[3] == "FORBIDDEN" and forbidden[6] == "refused: forbidden command"
     assert approved[4] == "user_approved by U-BOB" and approved[5] == "0"
     assert "[LOCAL] probe failure" in section(md, "Command Evidence")  # the LOCAL note
-    assert ("5 recorded — 2 succeeded, 1 failed, 1 denied, 1 forbidden; 1 ran with an "
+    assert ("5 recorded — 2 ran with exit 0, 1 failed, 1 denied, 1 forbidden; 1 ran with an "
             "engineer's approval") in section(md, "Investigation Summary")
 
 

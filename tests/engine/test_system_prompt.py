@@ -6,8 +6,17 @@ import re
 
 import pytest
 
+from core.engine.models import DEFAULT_MODEL
 from core.engine.prompt import SECTION_TITLES, build_system_prompt
 from core.engine.tools import TOOL_NAMES
+from tests.fakes.gemini_server import FakeGemini, text_turn
+
+def _section_start(prompt: str, title: str) -> int:
+    """Where the section begins (a title may also be mentioned inside another section)."""
+    match = re.search(rf"^{re.escape(title)}\b", prompt, re.MULTILINE)
+    assert match is not None, title
+    return match.start()
+
 
 FRESH = build_system_prompt(is_resume=False, audit_dir="/srv/ghost/audit/")
 RESUMED = build_system_prompt(is_resume=True, audit_dir="/srv/ghost/audit")
@@ -26,7 +35,7 @@ def test_the_spec_sections_are_all_named() -> None:
             "SPECIFIC PIVOTS", "EVIDENCE HIERARCHY", "CONFLICT RESOLUTION PROTOCOL",
             "COMMON CONTRADICTION PATTERNS"}
     assert spec <= set(SECTION_TITLES)
-    positions = [FRESH.index(t) for t in SECTION_TITLES]
+    positions = [_section_start(FRESH, t) for t in SECTION_TITLES]
     assert positions == sorted(positions), "sections keep the spec's order"
 
 
@@ -78,3 +87,93 @@ def test_no_template_placeholders_leak() -> None:
         assert "{audit_dir}" not in prompt and "{is_resume}" not in prompt
     odd = build_system_prompt(is_resume=False, audit_dir="/tmp/{x}")
     assert "/tmp/{x}" in odd
+
+
+# ── issue 22: the Azure-native diagnostics playbook, as sent to Gemini ──────────────────────
+
+PLAYBOOK_ORDER = ("az monitor activity-log list", "az network watcher show-next-hop",
+                  "az network watcher test-ip-flow", "az network private-dns link vnet list",
+                  "az vm get-instance-view", "Capture (LEVEL 4)")
+
+
+def _sent_prompt(fake_gemini: FakeGemini) -> str:
+    """The system instruction the real google-genai client sent for a first turn."""
+    from bot.gemini_brain import GeminiBrain
+    from core.engine.tools import TOOL_DECLARATIONS
+
+    fake_gemini.enqueue(text_turn("Forming hypotheses."))
+    GeminiBrain(DEFAULT_MODEL, "test-key").generate(
+        system_prompt=FRESH, tools=TOOL_DECLARATIONS,
+        history=[{"role": "user", "parts": [{"text": "vm1 cannot reach redis on 6379"}]}])
+    return fake_gemini.last_request.system_text
+
+
+def test_the_sent_prompt_has_the_azure_native_level_between_probes_and_captures(
+        fake_gemini: FakeGemini) -> None:
+    sent = _sent_prompt(fake_gemini)
+    assert sent.strip() == FRESH.strip()
+    ladder = sent[_section_start(sent, "ESCALATION LADDER"):
+                  _section_start(sent, "AZURE-NATIVE DIAGNOSTICS PLAYBOOK")]
+    levels = [ladder.index(f"LEVEL {n}") for n in range(1, 6)]
+    assert levels == sorted(levels)
+    assert "local non-privileged reads" in ladder[levels[0]:levels[1]]
+    assert "Azure-native diagnostics" in ladder[levels[2]:levels[3]]
+    assert "managed packet capture" in ladder[levels[3]:levels[4]]
+    framework = sent[_section_start(sent, "INVESTIGATION FRAMEWORK"):
+                     _section_start(sent, "HYPOTHESIS MANAGEMENT")]
+    assert framework.index("AZURE-NATIVE DIAGNOSTICS") < framework.index("PACKET CAPTURE")
+
+
+def test_the_sent_playbook_keeps_the_order_and_says_what_answers_mean(
+        fake_gemini: FakeGemini) -> None:
+    sent = _sent_prompt(fake_gemini)
+    book = sent[_section_start(sent, "AZURE-NATIVE DIAGNOSTICS PLAYBOOK"):
+                _section_start(sent, "TOOL DECISION RULES")]
+    positions = [book.index(step) for step in PLAYBOOK_ORDER]
+    assert positions == sorted(positions), "activity log → path → filters → DNS → endpoints"
+    for meaning in ("nextHopType None", "VirtualAppliance", "access Deny names the NSG rule",
+                    "ruleName", "no link", "look right"):
+        assert meaning in book, meaning
+    assert "--local <src-ip>:*" in book  # the documented form, SAFE at the gate
+    assert "[CLOUD]" in book and "[LOCAL]" in book
+
+
+def test_the_sent_prompt_has_the_pivots_between_the_reads(fake_gemini: FakeGemini) -> None:
+    sent = _sent_prompt(fake_gemini)
+    pivots = sent[_section_start(sent, "SPECIFIC PIVOTS"):
+                  _section_start(sent, "EVIDENCE HIERARCHY")]
+    run_command = pivots[pivots.index("az vm run-command invoke"):]
+    assert run_command.index("test-ip-flow") < run_command.index("list-effective-nsg")
+    assert "capture_traffic denied" in pivots and "show-next-hop" in pivots
+    taxonomy = sent[_section_start(sent, "TOOL DECISION RULES"):
+                    _section_start(sent, "FILE READ RESTRICTION")]
+    assert "test-ip-flow" in taxonomy and "activity-log list" in taxonomy
+    assert "A [LOCAL] probe result NEVER overrides a [CLOUD] API or PCAP finding" in sent
+
+
+#: The playbook's commands as the prompt spells them, filled in: each must be SAFE at the gate,
+#: or the model would be sent to a read that needs an engineer.
+PLAYBOOK_COMMANDS = (
+    'az monitor activity-log list -g rg --offset 24h '
+    '--query "[].{op:operationName.value,who:caller,when:eventTimestamp}"',
+    "az network watcher show-next-hop -g rg --vm vm1 --source-ip 10.0.0.4 --dest-ip 10.1.0.4",
+    "az network nic show-effective-route-table -g rg -n vm1-nic",
+    "az network watcher test-ip-flow -g rg --vm vm1 --direction Outbound --protocol TCP "
+    "--local 10.0.0.4:* --remote 10.1.0.4:6379",
+    "az network nic list-effective-nsg -g rg -n vm1-nic",
+    "az network private-dns link vnet list -g rg -z privatelink.redis.cache.windows.net",
+    'az vm get-instance-view -g rg -n vm1 --query "instanceView.statuses[1].displayStatus" '
+    "-o tsv",
+    "az network watcher test-connectivity -g rg --source-resource vm1 --dest-address 10.1.0.4 "
+    "--dest-port 6379",
+    "az network vnet peering list -g rg --vnet-name hub",
+)
+
+
+@pytest.mark.parametrize("command", PLAYBOOK_COMMANDS)
+def test_every_playbook_command_is_in_the_prompt_and_safe_at_the_gate(command: str) -> None:
+    from core.safety import classify
+
+    head = " ".join(command.split()[:4])
+    assert head in " ".join(FRESH.split()), head
+    assert classify(command).rule == "T2.az_read", command

@@ -9,7 +9,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from .pcapgen import ETH_HDR, PcapWriter
+from lab.packets import ETH_HDR
+from lab.pcap import PcapWriter
 
 Packet = tuple[int, bytes, int]  # (ts ns, captured bytes, wire length)
 Transform = Callable[[bytes], bytes]

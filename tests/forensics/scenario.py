@@ -5,7 +5,7 @@ EXPECTED_FLAGS was checked with tshark 4.0.17 on the Ethernet/pcap rendering.
 
 from __future__ import annotations
 
-from .pcapgen import ethernet, ip4, ipv4_packet, ipv6_packet, tcp_segment
+from lab.packets import ethernet, ip4, ipv4_packet, ipv6_packet, tcp_segment
 
 CLIENT, SERVER = ip4("10.0.0.1"), ip4("10.0.0.2")
 CLIENT6 = bytes.fromhex("fd000000000000000000000000000001")

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from forensics.engine import analyze_capture
 from forensics.tcp_analysis import ALL_FLAG_NAMES, flag_names
-
-from .pcapgen import PcapWriter, ethernet, ip4, ipv4_packet, tcp_segment
+from lab.packets import ethernet, ip4, ipv4_packet, tcp_segment
+from lab.pcap import PcapWriter
 
 CONVERSATIONS = 40
 DELAYS_NS = (50_000, 1_000_000, 2_500_000, 4_000_000, 15_000_000, 25_000_000, 300_000_000)

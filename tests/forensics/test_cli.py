@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from forensics.cli import main
+from lab.pcap import PcapWriter
 
-from .pcapgen import PcapWriter
 from .scenario import ethernet_packets
 
 REPO = Path(__file__).resolve().parents[2]

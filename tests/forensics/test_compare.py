@@ -13,8 +13,8 @@ from pathlib import Path
 from forensics.cli import main
 from forensics.compare import compare_captures
 from forensics.engine import analyze_capture
-
-from .pcapgen import PcapWriter, ethernet, ip4, ipv4_packet, tcp_segment, udp_datagram
+from lab.packets import ethernet, ip4, ipv4_packet, tcp_segment, udp_datagram
+from lab.pcap import PcapWriter
 
 A, B, A_NAT = ip4("10.0.0.1"), ip4("10.0.0.2"), ip4("52.0.0.7")
 SKEW = 2_500_000_000
@@ -113,6 +113,6 @@ def test_cli_compare_puts_comparison_in_summary(tmp_path: Path) -> None:
     rc = main([str(pa), "--compare", str(pb), "--semantic-dir", str(tmp_path),
                "--report-dir", str(tmp_path)])
     assert rc == 0
-    summary = (tmp_path / "web-vm-01_executive_summary.md").read_text()
+    summary = (tmp_path / "web-vm-01_vs_redis-primary_executive_summary.md").read_text()
     assert "lost A->B: 3, lost B->A: 2" in summary
     assert len(summary.splitlines()) <= 50

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from forensics.engine import analyze_capture
 from forensics.semantic import build_semantic
-
-from .pcapgen import PcapWriter, ethernet, ip4, ipv4_packet, tcp_segment, udp_datagram
+from lab.packets import ethernet, ip4, ipv4_packet, tcp_segment, udp_datagram
+from lab.pcap import PcapWriter
 
 C, S, R = ip4("10.0.0.4"), ip4("168.63.129.16"), ip4("10.0.0.1")
 QNAME = b"\x05cache\x04prod\x05local\x00"

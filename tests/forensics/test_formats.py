@@ -10,8 +10,8 @@ import pytest
 
 from forensics.engine import analyze_capture
 from forensics.tcp_analysis import flag_names
+from lab.pcap import PcapWriter, pcapng_bytes
 
-from .pcapgen import PcapWriter, pcapng_bytes
 from .scenario import EXPECTED_FLAGS, ethernet_packets, ip_packets
 
 

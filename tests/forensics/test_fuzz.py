@@ -9,9 +9,9 @@ from pathlib import Path
 from forensics.engine import analyze_capture
 from forensics.errors import ForensicsError
 from forensics.semantic import build_semantic
+from lab.pcap import PcapWriter, pcapng_bytes
 
 from .encap import encapsulate
-from .pcapgen import PcapWriter, pcapng_bytes
 from .scenario import ethernet_packets
 
 MUTATIONS = 2500

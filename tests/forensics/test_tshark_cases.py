@@ -25,9 +25,10 @@ import pytest
 
 from forensics.engine import analyze_capture
 from forensics.tcp_analysis import flag_names
+from lab.packets import ethernet, ip4, ipv4_packet, tcp_segment
+from lab.pcap import PcapWriter
 
 from .encap import ENCAPSULATIONS, duplicated, encapsulate, fragmented, to_ipv6, truncated
-from .pcapgen import PcapWriter, ethernet, ip4, ipv4_packet, tcp_segment
 from .tcpgen import generate, tshark_available, tshark_flags
 
 FLAGS = {"S": 0x02, "SA": 0x12, "A": 0x10, "PA": 0x18, "R": 0x04, "RA": 0x14, "FA": 0x11,

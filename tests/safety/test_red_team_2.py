@@ -52,10 +52,20 @@ STAY_SAFE = [
 ]
 
 
+#: Since the third red team, az reads are decided by an allowlist of clean reads: a read that is
+#: not on it is RISKY as unlisted, an option that is not a selector as unknown.
+AZ_NOT_CLEAN = {"T2.az_secret_read", "T2.az_unlisted_read", "T2.az_unknown_option",
+                "T2.az_mutating_verb"}
+
+
 @pytest.mark.parametrize(("command", "rule"), NOT_SAFE, ids=[c for c, _ in NOT_SAFE])
 def test_secret_returning_or_stateful_read_needs_approval(command: str, rule: str) -> None:
     verdict = classify(command)
-    assert (verdict.classification, verdict.rule) == ("RISKY", rule), verdict
+    assert verdict.classification == "RISKY", verdict
+    if rule.startswith("T2."):
+        assert verdict.rule in AZ_NOT_CLEAN, verdict
+    else:
+        assert verdict.rule == rule, verdict
 
 
 @pytest.mark.parametrize("command", STAY_SAFE)

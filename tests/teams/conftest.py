@@ -84,6 +84,7 @@ class TeamsHarness:
         activity.channel_data = {"channel": {"id": CHANNEL}, "tenant": {"id": TENANT},
                                  "team": {"id": "19:team@thread.tacv2"}}
         self.loop.run(self.adapter.receive_activity(activity))
+        self.loop.run(self.services.bot.settle())  # the posts queued for after the response
 
     def mention(self, text: str, user: str = REQUESTER, root: str = "1700000000001") -> Any:
         """``@Ghost <text>`` as a new channel post (its id is the thread's root)."""

@@ -100,7 +100,10 @@ def test_the_endpoint_comes_from_ghost_graph_url(graph: FakeGraph,
                        "MicrosoftAppId": "app", "MicrosoftAppPassword": "secret",
                        "MicrosoftAppTenantId": "tenant-1"}.items():
         monkeypatch.setenv(key, value)
-    made = graph_groups(Settings(_env_file=None))  # type: ignore[call-arg]
+    from bot.teams.identity import BotIdentity
+
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    made = graph_groups(settings, BotIdentity(settings))
     assert made is not None and made.base_url == graph.url
 
 

@@ -12,6 +12,7 @@ from tests.slack.test_investigation_flow import complete, shell
 from tests.teams.conftest import (
     APPROVER,
     CHANNEL,
+    NAMES,
     REQUESTER,
     TeamsHarness,
     content,
@@ -83,12 +84,15 @@ def test_mention_to_rca_with_a_second_engineers_approval(teams: TeamsHarness,
     done = teams.store.get_investigation(inv.session_id)
     assert done.status == "completed"
     assert "check the NSG first" in str(fake_gemini.requests[3].body)
-    # the RCA: a summary card, then the report itself in the thread (no file consent there)
+    # the RCA: a summary card, then the report itself as cards (no team here, so no file)
     after = [a for a in teams.sent() if a.id not in {s.id for s in sent}]
     rca_card = next(a for a in after if "RCA for" in content(a))
     assert "Confidence **high**" in content(rca_card)
-    report = [a for a in after if a.text and "NSG rule deny-6379 blocks Redis." in a.text]
+    report = [a for a in after if a is not rca_card
+              and "NSG rule deny-6379 blocks Redis." in content(a)]
     assert report and report[-1].conversation.id.endswith(";messageid=1700000000001")
+    assert "|" not in content(report[-1]).replace("'|'", "")  # no pipe tables
+    assert NAMES[APPROVER] in "".join(content(a) for a in report)  # named, not by object id
     assert "Finished" in content(teams.current(status_id))
     ran = [r for r in teams.store.audit_records(inv.session_id)
            if r["kind"] == "command" and r["action"] == "user_approved"]

@@ -12,6 +12,13 @@ from core.safety.rules.az import classify_az
 from core.safety.rules.base import Context
 from core.safety.rules.curl import classify_curl
 from core.safety.rules.files import classify_cat, classify_forensics
+from core.safety.rules.hostinfo import (
+    classify_date,
+    classify_ethtool,
+    classify_nft,
+    classify_openssl,
+    classify_tc,
+)
 from core.safety.rules.iproute import classify_ip, classify_netstat, classify_ss
 from core.safety.rules.probes import (
     classify_dig,
@@ -46,6 +53,11 @@ PROGRAM_RULES: dict[str, RuleFn] = {
     "cat": classify_cat,
     "ghost-forensics": classify_forensics,
     "az": classify_az,
+    "tc": classify_tc,
+    "ethtool": classify_ethtool,
+    "nft": classify_nft,
+    "date": classify_date,
+    "openssl": classify_openssl,
 }
 
 __all__ = ["PROGRAM_RULES", "Context", "RuleFn"]

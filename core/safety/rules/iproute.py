@@ -20,7 +20,7 @@ _IP_OBJECTS = (
     "vrf", "sr", "nexthop", "mptcp", "ioam", "stats", "help",
 )
 _IP_READ_OBJECTS = frozenset({"address", "route", "rule", "neighbor", "neighbour", "link",
-                              "maddress", "netconf"})
+                              "maddress", "netconf", "tunnel", "tcp_metrics", "tcpmetrics"})
 _IP_GLOBAL_FLAGS = frozenset({
     "-4", "-6", "-s", "-stats", "-statistics", "-d", "-details", "-br", "-brief", "-j", "-json",
     "-p", "-pretty", "-o", "-oneline", "-h", "-human", "-human-readable", "-r", "-resolve",
@@ -117,7 +117,8 @@ def classify_ss(argv: tuple[str, ...], ctx: Context) -> Verdict:
 NETSTAT = OptionSpec(
     program="netstat",
     flags=frozenset({"-t", "-u", "-l", "-a", "-n", "-p", "-r", "-i", "-s", "-e", "-W", "-w",
-                     "-x", "-4", "-6", "-g", "-o", "-v", "-N", "-T", "-M"}),
+                     "-x", "-4", "-6", "-g", "-o", "-v", "-N", "-T", "-M", "--numeric-ports",
+                     "--numeric-hosts", "--numeric-users", "--symbolic", "--notrim"}),
     valued={"-A": any_value},
     aliases={"--tcp": "-t", "--udp": "-u", "--listening": "-l", "--all": "-a",
              "--numeric": "-n", "--programs": "-p", "--route": "-r", "--interfaces": "-i",

@@ -20,8 +20,21 @@ _DNS_WORD_RE = re.compile(r"^[A-Za-z0-9_*][A-Za-z0-9_.:*-]{0,252}$")
 _PORT = int_range(1, 65535)
 
 
+#: Zone transfers in every spelling dig, host and nslookup accept (TYPE252 is AXFR, 251 IXFR).
+_ZONE_TRANSFERS = frozenset({"axfr", "ixfr", "type252", "type251", "252", "251"})
+
+
 def _dns_word(value: str) -> bool:
-    return bool(_DNS_WORD_RE.match(value)) and value.lower() not in ("axfr", "ixfr")
+    low = value.lower()
+    return (bool(_DNS_WORD_RE.match(value)) and low not in _ZONE_TRANSFERS
+            and not low.startswith("ixfr="))
+
+
+def _subnet(value: str) -> bool:
+    """+subnet=ADDR[/LEN] (EDNS client subnet): an address, not a file or a name."""
+    addr, _, length = value.partition("/")
+    return bool(re.fullmatch(r"[0-9A-Fa-f.:]{1,45}", addr)) and (
+        not length or (length.isdigit() and int(length) <= 128))
 
 
 def _one_host(spec: OptionSpec, parsed: ParsedArgs, argv: tuple[str, ...], extra: int = 0,
@@ -71,7 +84,11 @@ TRACEROUTE = OptionSpec(
     program="traceroute",
     flags=frozenset({"-n", "-I", "-T", "-U", "-4", "-6", "-F", "-e", "-A"}),
     valued={"-q": int_range(1, 5), "-w": num_range(0, 10), "-m": int_range(1, 64),
-            "-p": _PORT, "-f": int_range(1, 64), "-N": int_range(1, 32)},
+            "-p": _PORT, "-f": int_range(1, 64), "-N": int_range(1, 32),
+            "-M": one_of("default", "icmp", "tcp", "tcpconn", "udp", "udplite", "dccp")},
+    aliases={"--icmp": "-I", "--tcp": "-T", "--udp": "-U", "--max-hops": "-m",
+             "--queries": "-q", "--port": "-p", "--first": "-f", "--sim-queries": "-N",
+             "--module": "-M", "--type": "-M"},
 )
 
 
@@ -101,10 +118,11 @@ MTR = OptionSpec(
     program="mtr",
     flags=frozenset({"-r", "-w", "-n", "-b", "-4", "-6", "-T", "-u", "-z", "-j", "-C"}),
     valued={"-c": int_range(1, 100), "-P": _PORT, "-i": num_range(1, 10),
-            "-m": int_range(1, 64)},
+            "-m": int_range(1, 64), "-s": int_range(0, 9000), "-f": int_range(1, 64)},
     aliases={"--report": "-r", "--report-wide": "-w", "--no-dns": "-n", "--show-ips": "-b",
              "--tcp": "-T", "--udp": "-u", "--aslookup": "-z", "--json": "-j", "--csv": "-C",
-             "--report-cycles": "-c", "--port": "-P", "--interval": "-i", "--max-ttl": "-m"},
+             "--report-cycles": "-c", "--port": "-P", "--interval": "-i", "--max-ttl": "-m",
+             "--psize": "-s", "--first-ttl": "-f"},
     denied={"-F": ("T1.reads_file", "reads target host names from a local file"),
             "--filename": ("T1.reads_file", "reads target host names from a local file"),
             "-t": ("T1.interactive", "starts the interactive curses interface"),
@@ -131,12 +149,13 @@ _DIG_PLUS_FLAGS = frozenset({
     "ttlid", "ttlunits", "cd", "cdflag", "adflag", "aaflag", "aaonly", "search", "defname",
     "besteffort", "nsid", "qr", "rrcomments", "class", "crypto", "split", "onesoa",
     "unknownformat", "fail", "ignore", "edns", "expire", "keepopen", "zflag", "header-only",
-    "showsearch", "idnin", "idnout", "rdflag",
+    "showsearch", "idnin", "idnout", "rdflag", "cookie", "ttlunits", "badcookie", "nsid",
+    "zoneversion", "dns64prefix", "showbadcookie", "yaml", "raflag", "tcflag",
 })
 _DIG_PLUS_VALUED = {
     "time": int_range(1, 30), "tries": int_range(1, 5), "retry": int_range(0, 5),
     "bufsize": int_range(0, 65535), "ndots": int_range(0, 10), "edns": int_range(0, 1),
-    "split": int_range(0, 256),
+    "split": int_range(0, 256), "subnet": _subnet, "udptimeout": int_range(1, 30),
 }
 _DIG_DASH_VALUED = {"-t": _dns_word, "-c": one_of("IN", "CH", "HS", "in", "ch", "hs"),
                     "-p": _PORT, "-x": is_host, "-q": _dns_word}

@@ -1,7 +1,10 @@
-"""tcpdump: a bounded, header-only capture printed to stdout, or listing interfaces.
+"""tcpdump: a bounded capture printed to stdout at default verbosity, or listing interfaces.
 
 -z runs a program (Tier 0), -w/-r/-F/-V touch files, -A/-X print payloads that can carry
-credentials; a capture needs -c so it ends by itself.
+credentials; a capture needs -c so it ends by itself. tcpdump is not headers-only even without
+-A: its protocol decoders print a line per application message (RESP `AUTH`, FTP `PASS`, SMTP
+`AUTH PLAIN`, SNMP communities), which redaction removes (`redact_decoders`); with -v they print
+whole header blocks and attribute lists, so verbose captures need approval.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ _FILTER_RE = re.compile(r"^[A-Za-z0-9_.:/=<>!()\[\]&|, -]{1,200}$")
 
 TCPDUMP = OptionSpec(
     program="tcpdump",
-    flags=frozenset({"-n", "-e", "-t", "-q", "-v", "-S", "-N", "-D", "-l", "-p", "-#",
-                     "-U", "-Q"}),
+    flags=frozenset({"-n", "-e", "-t", "-q", "-S", "-N", "-D", "-l", "-p", "-#",
+                     "-U", "--immediate-mode"}),
     valued={"-i": lambda v: bool(_IFACE_RE.match(v)), "-c": int_range(1, 10000),
-            "-s": int_range(0, 262144)},
+            "-s": int_range(0, 262144), "-Q": lambda v: v in ("in", "out", "inout"),
+            "--time-stamp-precision": lambda v: v in ("micro", "nano")},
     aliases={"--interface": "-i", "--count": "-c", "--snapshot-length": "-s",
              "--list-interfaces": "-D", "--no-promiscuous-mode": "-p", "--number": "-#",
-             "--packet-buffered": "-U"},
+             "--packet-buffered": "-U", "--direction": "-Q"},
     denied={
         "-z": ("T0.tcpdump_exec", "runs a program on every rotated capture file"),
         "-w": ("T1.writes_file", "writes packets to a file"),
@@ -35,6 +39,8 @@ TCPDUMP = OptionSpec(
         "-V": ("T1.reads_file", "reads a list of capture files"),
         "-Z": ("T1.unknown_option", "changes the user tcpdump runs as"),
         "-A": ("T1.payload_dump", "prints packet payloads"),
+        "-v": ("T1.payload_dump", "verbose decoders print whole application headers (HTTP, "
+               "SIP, SMB) and attribute lists"),
         "-X": ("T1.payload_dump", "prints packet payloads"),
         "-x": ("T1.payload_dump", "prints packet payloads"),
         "--print": ("T1.unknown_option", "prints while writing"),

@@ -1,0 +1,70 @@
+"""`ghost approvals list` and `ghost approvals decide APPROVAL_ID approve|deny|modify --as USER`:
+approvals from a script or a terminal, under the same rules as the Slack and Teams buttons."""
+
+from __future__ import annotations
+
+import argparse
+
+from bot.contract.output import emit, parse_fields
+from bot.contract.views import approval_doc, policy_for, when
+
+
+def list_approvals(args: argparse.Namespace) -> int:
+    from bot.bootstrap import build_store
+    from bot.settings import load_settings
+    from storage.contract_queries import pending_approvals
+
+    fields = parse_fields(args.fields)
+    settings = load_settings()
+    store = build_store(settings)
+    if args.session:
+        store.get_investigation(args.session)  # SESSION_NOT_FOUND, not an empty list
+    rows = pending_approvals(store, session_id=args.session, limit=args.limit)
+    docs = []
+    for approval in rows:
+        inv = store.get_investigation(approval.session_id)
+        docs.append(approval_doc(approval, inv, policy_for(settings, inv.platform),
+                                 verbose=args.verbose or bool(fields)))
+    if args.json:
+        emit({"count": len(docs), "approvals": docs}, session_id=args.session, fields=fields,
+             items_key="approvals")
+        return 0
+    if not docs:
+        print("No pending approvals.")
+    for doc in docs:
+        print(f"{doc['approval_id']}  {doc['session_id']}  {doc['command']}")
+        print(f"    expires {doc['expires_at'] or 'never'}; may decide: "
+              f"{doc['may_decide']['rule']}")
+    return 0
+
+
+def decide(args: argparse.Namespace) -> int:
+    from bot.bootstrap import build_store
+    from bot.contract.deciding import decide as apply_decision
+    from bot.settings import load_settings
+
+    fields = parse_fields(getattr(args, "fields", None))
+    settings = load_settings()
+    store = build_store(settings)
+    result = apply_decision(settings, store, approval_id=args.approval_id, actor=args.actor,
+                            kind=args.decision, reason=args.reason,
+                            new_command=args.new_command)
+    approval = store.get_approval(args.approval_id)
+    successor = None
+    if args.decision == "modify" and approval is not None:
+        successor = next((a.approval_id for a in store.approvals(approval.session_id)
+                          if a.replaces_approval_id == args.approval_id), None)
+    outcome = result.outcome
+    doc = {"approval_id": args.approval_id,
+           "result": outcome.result if outcome else args.decision,
+           "decided_by": args.actor,
+           "decided_at": when(approval.decided_at) if approval else None,
+           "status": approval.status if approval else None,
+           "new_approval_id": successor,
+           "summary": result.message,
+           "next": "a `ghost worker` continues the investigation"}
+    if args.json:
+        emit(doc, session_id=result.session_id, fields=fields)
+        return 0
+    print(f"{result.message}" + (f" New request: {successor}." if successor else ""))
+    return 0

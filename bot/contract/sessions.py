@@ -1,0 +1,69 @@
+"""`ghost session list --json --limit N --status S --since WHEN`."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import UTC, datetime, timedelta
+
+from bot.contract.codes import Code, ContractError
+from bot.contract.output import emit, parse_fields
+from bot.contract.views import session_doc
+
+_AGE = re.compile(r"^(\d+)([smhdw])$")
+_UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
+    """An ISO date or time (UTC when no offset is given) or an age such as ``30m``."""
+    if text is None:
+        return None
+    now = now or datetime.now(UTC)
+    match = _AGE.match(text.strip())
+    if match:
+        return now - timedelta(**{_UNIT[match.group(2)]: int(match.group(1))})
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ContractError(Code.INVALID_ARGUMENT, f"--since {text!r} is neither a date nor "
+                            "an age.", "Use e.g. --since 2026-11-25, --since "
+                            "2026-11-25T09:00:00Z or --since 2h.") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def parse_statuses(text: str | None) -> list[str] | None:
+    from storage.investigations import STATUSES
+
+    if text is None:
+        return None
+    wanted = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in STATUSES]
+    if unknown or not wanted:
+        raise ContractError(Code.INVALID_ARGUMENT,
+                            f"--status {text!r}: unknown state {', '.join(unknown) or '(none)'}.",
+                            f"States: {', '.join(STATUSES)}.")
+    return wanted
+
+
+def list_sessions(args: argparse.Namespace) -> int:
+    from bot.bootstrap import build_store
+    from storage.contract_queries import investigations
+
+    if args.limit < 1:
+        raise ContractError(Code.INVALID_ARGUMENT, f"--limit {args.limit} is not at least 1.")
+    fields = parse_fields(getattr(args, "fields", None))
+    statuses = parse_statuses(args.status)
+    since = parse_since(args.since)
+    rows = investigations(build_store(), statuses=statuses, since=since, limit=args.limit)
+    if args.json:
+        emit({"count": len(rows), "sessions": [session_doc(r, verbose=bool(fields))
+                                               for r in rows]},
+             fields=fields, items_key="sessions")
+        return 0
+    if not rows:
+        print("No investigations match.")
+    for inv in rows:
+        lab = "[lab] " if inv.lab else ""
+        print(f"{inv.session_id:28} {inv.status:18} {inv.created_at:%Y-%m-%d %H:%M}  "
+              f"{lab}{inv.symptom[:60]}")
+    return 0

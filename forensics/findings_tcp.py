@@ -1,0 +1,247 @@
+"""TCP findings, read from the diagnosis (connection outcomes), not from raw frame flags.
+
+A SYN sent again is part of a connection attempt, not loss; a scan's hundreds of refused
+ports are one scan, not hundreds of refusals; every finding names the hosts it is about.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import tcp_analysis as T
+from .diagnosis import Connection, Diagnosis
+from .wording import duration_ms, listing, percent, plural, span_ms
+
+Finding = dict[str, Any]
+
+
+def _targets(cs: list[Connection]) -> str:
+    counts: dict[str, int] = {}
+    for c in cs:
+        k = f"{c.flow['dst']}:{c.flow['dport']}"
+        counts[k] = counts.get(k, 0) + 1
+    ranked = sorted(counts, key=lambda k: -counts[k])
+    if len(ranked) == 1:
+        return ranked[0]
+    return listing([f"{k} ({counts[k]}×)" if counts[k] > 1 else k for k in ranked], 4)
+
+
+def _sources(cs: list[Connection]) -> str:
+    return listing(sorted({c.flow["src"] for c in cs}), 3)
+
+
+def _retries(cs: list[Connection]) -> str:
+    n = sum(c.detail.get("syn_retries", 0) for c in cs)
+    return f", after {plural(n, 'SYN retry')}" if n else ""
+
+
+def tcp_findings(doc: dict[str, Any], diag: Diagnosis, a_flag_frames: dict[int, list[int]],
+                 f: Any) -> list[Finding]:
+    """``f`` builds one finding (findings._f); returns the TCP findings, unranked."""
+    out: list[Finding] = []
+    for s in diag.scans:
+        answered = s["answered"]
+        out.append(f(
+            "port_scan", "high",
+            f"{s['kind'].capitalize()} from {s['source']}: "
+            f"{plural(s['attempts'], 'connection attempt')} to {plural(s['ports'], 'port')} "
+            f"on {plural(s['hosts'], 'host')}",
+            f"{s['source']} tried {listing(s['targets'], 3)} within "
+            f"{duration_ms(s['duration_s'] * 1000)}; outcomes: "
+            + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items())
+            + ". Answered: " + (listing(answered, 8) if answered else "no port") + ".",
+            [s["first_frame"]],
+            f"Find out whether {s['source']} is an authorised scanner; if not, isolate it and "
+            "review what the answered ports expose. Failures of these attempts are the scan, "
+            "not an outage.", 9.9))
+    unanswered = diag.by_outcome("unanswered")
+    if unanswered:
+        out.append(f(
+            "tcp_syn_unanswered", "critical" if len(unanswered) >= 3 else "high",
+            f"{plural(len(unanswered), 'TCP connection attempt')} to {_targets(unanswered)} "
+            "got no answer",
+            f"{_sources(unanswered)} sent SYNs{_retries(unanswered)}; neither a SYN-ACK, a RST "
+            "nor an ICMP error came back (Zeek state S0).",
+            [c.flow["first_frame"] for c in unanswered],
+            "Something silently drops the SYN or the host is down: check NSG/firewall rules, "
+            "UDR next hops and the host's state on the path to the destination port.",
+            len(unanswered) / 2))
+    edge = diag.by_outcome("at_capture_end")
+    if edge:
+        out.append(f(
+            "tcp_syn_at_capture_end", "info",
+            f"{plural(len(edge), 'connection attempt')} still waiting when the capture ended",
+            f"SYN to {_targets(edge)} sent "
+            f"{duration_ms(min(c.detail['sent_before_end_ms'] for c in edge))} before the end of "
+            f"the capture (less than {duration_ms(diag.edge_ns / 1e6)}): too early to call it "
+            "unanswered.", [c.flow["first_frame"] for c in edge],
+            "Capture longer if this connection matters."))
+    refused = diag.by_outcome("refused")
+    if refused:
+        out.append(f(
+            "tcp_connection_refused", "high",
+            f"{plural(len(refused), 'TCP connection attempt')} to {_targets(refused)} refused "
+            "with RST",
+            f"{_sources(refused)} got a reset in answer to the SYN{_retries(refused)}: nothing "
+            "listens on that port, or a firewall rejects actively.",
+            [c.flow["first_frame"] for c in refused],
+            "Check that the service listens on the port (ss -ltn) and that no firewall sends "
+            "resets.", len(refused) / 2))
+    injected_frames = {r["frame"] for r in diag.injected_resets}
+    for r in diag.injected_resets[:3]:
+        out.append(f(
+            "tcp_injected_reset", "high",
+            f"A reset on {r['flow']} claims to come from {r['claims_to_be_from']} but does not "
+            "look like its packets",
+            f"Frame {r['frame']}: {r['why']}. A firewall, IPS or load balancer in between "
+            "probably sent it in that host's name.", [r["frame"]],
+            f"Look for a device on the path that resets connections (firewall/IPS policy, "
+            f"idle timeout); capture at {r['claims_to_be_from']} too (--compare) to confirm it "
+            "never sent this RST.", 9.0))
+    resets = [c for c in diag.by_outcome("reset")
+              if not injected_frames & set(c.flow.get("evidence_frames", []))]
+    if resets:
+        by = {c.detail.get("reset_by", "?") for c in resets}
+        out.append(f(
+            "tcp_resets", "high" if len(resets) > 2 else "medium",
+            f"{plural(len(resets), 'established TCP connection')} ended by RST "
+            f"({plural(doc['tcp_resets'], 'RST packet')} in all)",
+            f"Reset by the {listing(sorted(by))} on {listing([c.label for c in resets], 3)}: "
+            "an application abort, an idle timeout on a load balancer/NAT/firewall, or a "
+            "middlebox reset.", doc["tcp_reset_frames"],
+            "Look at what preceded the RST in the evidence frames; compare with idle timeouts "
+            "(Azure LB/NAT default 4 min).", len(resets) / 3))
+    for m in diag.mtu_blackholes[:3]:
+        out.append(f(
+            "mtu_blackhole", "critical",
+            f"MTU black hole on {m['sender']} -> {m['receiver']}: "
+            f"{m['segment_bytes']}-byte segments never get through",
+            f"On {m['flow']} the {m['segment_bytes']}-byte segment was sent "
+            f"{plural(m['retransmissions'] + 1, 'time')} and never acknowledged, while "
+            f"{m['receiver']}'s own segments (about {m['passed_average_bytes']} bytes) got "
+            "through; no ICMP fragmentation-needed was seen.", m["frames"],
+            "A link on the path has a smaller MTU and its ICMP 'fragmentation needed' is "
+            "blocked: allow ICMP type 3 code 4 (and ICMPv6 type 2) through NSGs/firewalls, or "
+            "clamp the MSS / lower the MTU on the tunnel or VPN.", 9.0))
+    for c in diag.by_outcome("stalled"):
+        if c.detail.get("mtu_blackhole"):
+            continue
+        d = c.detail
+        sender = c.flow["src"] if d["stalled_direction"] == "orig" else c.flow["dst"]
+        out.append(f(
+            "tcp_stalled", "high", f"Transfer from {sender} stalled on {c.label}",
+            f"A {d['segment_bytes']}-byte segment was retransmitted "
+            f"{plural(d['retransmissions'], 'time')} and never acknowledged"
+            + (" (nothing at all came back)" if d.get("peer_silent") else "")
+            + ": the path or the receiver stopped taking data.",
+            c.facts.retx_frames[0 if d["stalled_direction"] == "orig" else 1][:10]
+            if c.facts else [], "Check the receiver's health and every filter on the path "
+            "from the stall onwards; a capture at the receiver (--compare) shows where it is "
+            "lost.", 5.0))
+        if len([x for x in out if x["id"] == "tcp_stalled"]) >= 3:
+            break
+    _loss_finding(diag, a_flag_frames, doc, f, out)
+    _zero_window_findings(diag, f, out)
+    _other_tcp(doc, diag, a_flag_frames, f, out)
+    return out
+
+
+def _loss_finding(diag: Diagnosis, frames: dict[int, list[int]], doc: dict[str, Any], f: Any,
+                  out: list[Finding]) -> None:
+    loss = diag.loss
+    black = {m["flow"] for m in diag.mtu_blackholes} | {
+        _sender_flow(c) for c in diag.by_outcome("stalled")}
+    flows = [x for x in loss["by_flow"] if x["flow"] not in black]
+    retx = loss["retransmitted"] - sum(x["retransmitted"] for x in loss["by_flow"]
+                                       if x["flow"] in black)
+    if retx <= 0:
+        return
+    segs = loss["data_segments"]
+    rate = retx / segs if segs else 1.0
+    sev = "high" if rate > 0.05 else "medium" if rate > 0.01 else "low"
+    dirs = [f"{d['from']} -> {d['to']}: {d['retransmitted']} of {d['data_segments']} "
+            f"({percent(d['retransmitted'], d['data_segments'])})"
+            for d in loss["by_direction"] if d["retransmitted"]]
+    hs = diag.handshake_retries
+    hs_note = ""
+    if hs["syn"] or hs["syn_ack"]:
+        hs_note = (f" Handshake retries (SYN {hs['syn']}, SYN-ACK {hs['syn_ack']}) belong to "
+                   "connection attempts and are not counted here.")
+    ta = doc["tcp_analysis"]
+    ev = [fr for x in flows for fr in x["frames"]] or frames.get(T.RETRANSMISSION, [])
+    out.append(f(
+        "tcp_retransmissions", sev,
+        f"{plural(retx, 'data segment')} retransmitted ({percent(retx, segs)} of "
+        f"{plural(segs, 'data segment')})",
+        "By direction: " + listing(dirs, 3)
+        + (f"; worst flow {flows[0]['flow']} ({flows[0]['retransmitted']} of "
+           f"{flows[0]['data_segments']})" if len(flows) > 1 else "")
+        + f". Fast {ta['fast_retransmission']}, spurious "
+        f"{loss['spurious']}, duplicate ACKs {ta['duplicate_ack']}: segments were lost or "
+        "delayed on the path." + hs_note, ev,
+        "Packet loss on the path: check VM/NIC drops, throttling at the VM size's bandwidth "
+        "limit, and capture both ends (--compare) to see where loss happens.", rate * 100))
+
+
+def _sender_flow(c: Connection) -> str:
+    """The stalled direction of a connection, labelled as diagnosis._loss labels flows."""
+    f = c.flow
+    if c.detail.get("stalled_direction") == "orig":
+        return f"{f['src']}:{f['sport']} -> {f['dst']}:{f['dport']}"
+    return f"{f['dst']}:{f['dport']} -> {f['src']}:{f['sport']}"
+
+
+def _zero_window_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
+    zws = diag.zero_windows
+    if not zws:
+        return
+    hosts: dict[str, list[dict[str, Any]]] = {}
+    for z in zws:
+        hosts.setdefault(z["host"], []).append(z)
+    n = sum(z["advertisements"] for z in zws)
+    worst = zws[0]
+    state = ("still shut when the capture ended" if worst["still_shut_at_end"] else "then "
+             "reopened")
+    out.append(f(
+        "tcp_zero_window", "high" if n >= 3 else "medium",
+        f"{listing(sorted(hosts), 3)} stopped reading: {plural(n, 'zero-window advertisement')}",
+        f"{worst['host']} (port {worst['port']}) kept its receive window shut for "
+        f"{duration_ms(worst['shut_ms'])} on {worst['flow']} ({state}); the sender had to "
+        "wait.", [fr for z in zws for fr in z["frames"]],
+        f"Look at the receiving application on {listing(sorted(hosts), 3)} (CPU, GC pauses, "
+        "blocked threads, slow disk): it does not read its socket fast enough.", n / 3))
+
+
+def _other_tcp(doc: dict[str, Any], diag: Diagnosis, frames: dict[int, list[int]], f: Any,
+               out: list[Finding]) -> None:
+    ta = doc["tcp_analysis"]
+    lost = ta["lost_segment"] + ta["ack_lost_segment"]
+    if lost:
+        out.append(f(
+            "capture_gaps", "low",
+            f"{plural(lost, 'sign')} of segments missing from the capture",
+            f"previous segment not captured {ta['lost_segment']}, ACKed unseen "
+            f"{ta['ack_lost_segment']}: either real loss before the capture point, the capture "
+            "started mid-connection, or the capture itself dropped packets.",
+            frames.get(T.LOST_SEGMENT, []) + frames.get(T.ACK_LOST_SEGMENT, []),
+            "If ACKed-unseen dominates, suspect the capture (snaplen/buffer limits) rather than "
+            "the network.", lost / 10))
+    ka = ta["keep_alive"]
+    if ka > 5:
+        out.append(f(
+            "tcp_keepalives", "info", f"{plural(ka, 'TCP keep-alive')}",
+            "Idle connections kept open with keep-alives.",
+            frames.get(T.KEEP_ALIVE, []), "Normal unless connections later die on idle "
+            "timeouts."))
+    rtts = sorted(c.flow["handshake_rtt_ms"] for c in diag.connections
+                  if c.flow.get("handshake_rtt_ms"))
+    if rtts:
+        med = rtts[len(rtts) // 2]
+        if med > 150:
+            out.append(f(
+                "tcp_slow_handshake", "medium",
+                f"Slow TCP handshakes: median {duration_ms(med)} over "
+                f"{plural(len(rtts), 'connection')}",
+                f"SYN to handshake ACK took {span_ms(rtts[0], rtts[-1])}.", [],
+                "Check the region pairing / route for the destinations; a handshake above "
+                "150 ms is unusual inside one Azure region.", med / 100))

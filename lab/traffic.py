@@ -1,0 +1,370 @@
+"""The scenario's traffic as one VM's guest sees it: the packets of a lab packet capture.
+
+Each ``traffic`` flow becomes a series of TCP connections (``rate`` per second). Every packet
+walks its path hop by hop (the model's ``Delivery.hops``: the sender, any NVA, the receiver);
+each hop that the packet reaches records it, so captures on both ends (and on an NVA) of one
+flow agree packet for packet. Faults act where the format says: ``loss`` drops packets entering
+(or leaving, for the sender) the faulty VM, ``mtu`` drops packets over its MTU (answering ICMP
+"fragmentation needed" unless ``icmp_blocked``), ``reset`` sends RST to both ends once the
+connection has carried ``after_bytes``. Senders behave like Linux: SYN retransmitted after 1, 2,
+4… s, data after an RTO of at least 200 ms, doubling, giving up with a RST after six tries.
+A seed per connection makes every capture reproducible.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+from typing import TYPE_CHECKING, Any
+
+from lab.packets import (
+    PROTO_ICMP,
+    PROTO_TCP,
+    TCP_ACK,
+    TCP_FIN,
+    TCP_PSH,
+    TCP_RST,
+    TCP_SYN,
+    checksummed,
+    ethernet,
+    icmp_message,
+    ipv4_packet,
+    mss_option,
+    tcp_segment,
+)
+
+if TYPE_CHECKING:
+    from lab.scenario import Scenario
+
+#: the longest stretch of traffic one lab capture holds (its duration is shortened to this)
+MAX_WINDOW_S = 30.0
+MAX_CONNECTIONS_PER_FLOW = 60
+SYN_RETRIES = 4
+DATA_RETRIES = 6
+MIN_RTO_S = 0.2
+WINDOW_SEGMENTS = 10
+WIRE_GAP_S = 0.00005
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One packet as one VM recorded it."""
+
+    ts_ns: int
+    vm: str
+    ip: bytes
+
+
+@dataclass
+class _Path:
+    """The hops a packet crosses in one direction, and whether it gets to the end."""
+
+    hops: tuple[str, ...]
+    delivered: bool
+    one_way_s: float
+
+
+@dataclass
+class _Side:
+    """One end of the connection: its address, port, next sequence number and MSS."""
+
+    ip: IPv4Address
+    port: int
+    seq: int
+    mss: int
+
+
+@dataclass
+class _Conversation:
+    """One TCP connection being simulated; ``seen`` collects what every hop recorded."""
+
+    scenario: Scenario
+    rng: random.Random
+    forward: _Path
+    reverse: _Path | None
+    client: _Side
+    server: _Side
+    answer: str  # "synack" | "rst" | "none": what the server does with a SYN that reaches it
+    seen: list[Seen] = field(default_factory=list)
+    carried: dict[str, int] = field(default_factory=dict)
+    reset_done: bool = False
+    ident: int = 0
+
+    # ------------------------------------------------------------------ one packet
+    def send(self, t: float, from_client: bool, flags: int, payload: bytes = b"",
+             options: bytes = b"", *, seq: int | None = None,
+             ack: int | None = None) -> tuple[bool, float]:
+        """Send one segment at ``t``; (arrived, arrival time). Records what each hop saw."""
+        path = self.forward if from_client else self.reverse
+        src, dst = (self.client, self.server) if from_client else (self.server, self.client)
+        if ack is None:
+            ack = dst.seq if flags & TCP_ACK else 0
+        seg = tcp_segment(src.port, dst.port, src.seq if seq is None else seq, ack, flags,
+                          64240, payload, options)
+        self.ident += 1
+        ip = checksummed(ipv4_packet(src.ip.packed, dst.ip.packed, PROTO_TCP, seg,
+                                     ident=self.ident))
+        if path is None or not path.hops:
+            return False, t
+        hops = path.hops
+        step = path.one_way_s / max(1, len(hops) - 1)
+        for j, hop in enumerate(hops):
+            at = t + j * step
+            if j > 0 and self._dropped(hop, ip, at, from_client):
+                return False, at
+            self.seen.append(Seen(_ns(at), hop, ip))
+            if payload:
+                self.carried[hop] = self.carried.get(hop, 0) + len(payload)
+            if j == 0 and len(hops) > 1 and self._dropped(hop, ip, at, from_client,
+                                                          at_sender=True):
+                return False, at
+            if self._reset_by(hop, at):
+                return False, at
+        return path.delivered, t + path.one_way_s
+
+    def _dropped(self, hop: str, ip: bytes, at: float, from_client: bool,
+                 at_sender: bool = False) -> bool:
+        for fault in _faults(self.scenario, hop):
+            if fault.kind == "loss" and self.rng.random() * 100 < float(fault.percent or 0):
+                return True
+            if fault.kind == "mtu" and fault.mtu and len(ip) > fault.mtu and not at_sender:
+                if not fault.icmp_blocked:
+                    self._frag_needed(hop, ip, at, int(fault.mtu), from_client)
+                return True
+        return False
+
+    def _frag_needed(self, hop: str, ip: bytes, at: float, mtu: int, from_client: bool) -> None:
+        """ICMP 3/4 from the hop to the sender, which then sends smaller segments."""
+        sender = self.client if from_client else self.server
+        vm = self.scenario.vm(hop)
+        source = vm.ip if vm is not None else sender.ip
+        rest = b"\x00\x00" + mtu.to_bytes(2, "big")
+        icmp = icmp_message(3, 4, rest, ip[:28])
+        packet = checksummed(ipv4_packet(source.packed, sender.ip.packed, PROTO_ICMP, icmp))
+        self.seen.append(Seen(_ns(at), hop, packet))
+        origin = (self.forward if from_client else self.reverse)
+        if origin is not None and origin.hops and origin.hops[0] != hop:
+            self.seen.append(Seen(_ns(at + 0.0005), origin.hops[0], packet))
+        sender.mss = min(sender.mss, mtu - 40)
+
+    def _reset_by(self, hop: str, at: float) -> bool:
+        """A ``reset`` fault at ``hop``: RST to both ends once enough bytes went through."""
+        if self.reset_done:
+            return True
+        for fault in _faults(self.scenario, hop):
+            if fault.kind == "reset" and self.carried.get(hop, 0) >= int(fault.after_bytes or 0):
+                self.reset_done = True
+                for to_client in (True, False):
+                    a, b = (self.server, self.client) if to_client else (self.client, self.server)
+                    seg = tcp_segment(a.port, b.port, a.seq, b.seq, TCP_RST | TCP_ACK, 0)
+                    ip = checksummed(ipv4_packet(a.ip.packed, b.ip.packed, PROTO_TCP, seg))
+                    end = self.forward.hops[0] if to_client else self.forward.hops[-1]
+                    for vm in dict.fromkeys((hop, end)):
+                        self.seen.append(Seen(_ns(at + 0.0002), vm, ip))
+                return True
+        return False
+
+    # ---------------------------------------------------------------- the exchange
+    def run(self, t: float, request: bytes, response: bytes) -> None:
+        """Handshake (SYN retransmitted after 1, 2, 4… s), request, response, FIN."""
+        wait = 1.0
+        for _ in range(SYN_RETRIES + 1):
+            arrived, at = self.send(t, True, TCP_SYN, options=mss_option(self.client.mss))
+            if arrived and self.answer == "rst":
+                self.client.seq += 1
+                self.server.seq = 0
+                self.send(at + 0.0001, False, TCP_RST | TCP_ACK)
+                return
+            if arrived and self.answer == "synack":
+                self.client.seq += 1
+                ok, back = self.send(at + 0.0001, False, TCP_SYN | TCP_ACK,
+                                     options=mss_option(self.server.mss))
+                if ok:
+                    self.server.seq += 1
+                    self._established(back, request, response)
+                    return
+                self.client.seq -= 1  # the SYN is sent again with the same ISN
+            if self.reset_done:
+                return
+            t += wait
+            wait *= 2
+
+    def _established(self, t: float, request: bytes, response: bytes) -> None:
+        self.client.mss = self.server.mss = min(self.client.mss, self.server.mss)
+        self.send(t, True, TCP_ACK)
+        t = self._transfer(t + 0.0005, True, request)
+        if t < 0:
+            return
+        t = self._transfer(t + 0.002, False, response)
+        if t < 0:
+            return
+        ok, at = self.send(t + 0.001, True, TCP_FIN | TCP_ACK)
+        self.client.seq += 1
+        if ok:
+            ok, at = self.send(at + 0.0002, False, TCP_FIN | TCP_ACK)
+            self.server.seq += 1
+            if ok:
+                self.send(at + 0.0001, True, TCP_ACK)
+
+    def _transfer(self, t: float, from_client: bool, data: bytes) -> float:
+        """Send ``data`` in windows of segments, each arrival acknowledged cumulatively (so
+        a hole shows as duplicate ACKs), the first missing segment retransmitted after an RTO
+        that doubles; the end time, or -1 when the connection died or the sender gave up."""
+        sender = self.client if from_client else self.server
+        base = sender.seq
+        rtt = self.forward.one_way_s + (self.reverse or self.forward).one_way_s
+        received: list[tuple[int, int]] = []
+        done = sent = tries = 0
+        rto = max(MIN_RTO_S, 2 * rtt)
+        while done < len(data):
+            while sent < len(data) and sent - done < WINDOW_SEGMENTS * sender.mss:
+                size = min(sender.mss, len(data) - sent)
+                done, t = self._segment(t, from_client, base, sent, data[sent:sent + size],
+                                        received, done)
+                if self.reset_done:
+                    return -1
+                sent += size
+            if done >= len(data):
+                break
+            tries += 1
+            if tries > DATA_RETRIES:
+                return -1  # the sender gives up; the capture shows the stall
+            t += rto
+            rto *= 2
+            before = done
+            size = min(sender.mss, len(data) - done)  # smaller after an ICMP 3/4
+            done, t = self._segment(t, from_client, base, done, data[done:done + size],
+                                    received, done)
+            if self.reset_done:
+                return -1
+            if done > before:
+                tries, rto = 0, max(MIN_RTO_S, 2 * rtt)
+        sender.seq = base + len(data)
+        return t + rtt
+
+    def _segment(self, t: float, from_client: bool, base: int, offset: int, chunk: bytes,
+                 received: list[tuple[int, int]], done: int) -> tuple[int, float]:
+        """One data segment and, when it arrives, the receiver's cumulative ACK."""
+        arrived, at = self.send(t, from_client, TCP_PSH | TCP_ACK, chunk, seq=base + offset)
+        if not arrived or self.reset_done:
+            return done, t + WIRE_GAP_S
+        received.append((offset, len(chunk)))
+        grew = True
+        while grew:
+            grew = False
+            for start, size in received:
+                if start <= done < start + size:
+                    done, grew = start + size, True
+        self.send(at + 0.0001, not from_client, TCP_ACK, ack=base + done)
+        return done, t + WIRE_GAP_S
+
+
+def _ns(t: float) -> int:
+    return int(round(t * 1e9))
+
+
+def _faults(scenario: Scenario, vm: str) -> Sequence[Any]:
+    return tuple(scenario.faults_at(vm) or ())
+
+
+def payloads(port: int, rng: random.Random) -> tuple[bytes, bytes]:
+    """A request and a response that look like the service on ``port`` (several segments)."""
+    size = 3000 + rng.randrange(3000)
+    if port == 6379:
+        value = b"x" * size
+        return (b"*2\r\n$3\r\nGET\r\n$12\r\nsession:4711\r\n",
+                b"$" + str(size).encode() + b"\r\n" + value + b"\r\n")
+    if port in (80, 8080):
+        body = b"<html>" + b"." * size + b"</html>"
+        return (b"GET /api/orders HTTP/1.1\r\nHost: app\r\nUser-Agent: lab\r\n\r\n",
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: "
+                + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return (rng.randbytes(200), rng.randbytes(size))
+
+
+def _seed(*parts: object) -> int:
+    digest = hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _server_answer(scenario: Scenario, dst_vm: Any, port: int) -> str:
+    if dst_vm is None or dst_vm.power_state != "running":
+        return "none"
+    muted = any(f.kind == "no_listener" and f.port == port
+                for f in _faults(scenario, dst_vm.name))
+    return "synack" if port in dst_vm.listens and not muted else "rst"
+
+
+def _path(delivery: Any, one_way_s: float) -> _Path:
+    return _Path(tuple(delivery.hops), bool(delivery.delivered), one_way_s)
+
+
+def _stopped_at(path: _Path, vm: str | None) -> _Path:
+    """The answer's path when the model says it never gets back: it ends at ``vm`` (e.g. a
+    stateful NVA that saw only one direction), or before the client."""
+    hops = path.hops
+    if vm in hops:
+        hops = hops[:hops.index(vm) + 1]
+    elif len(hops) > 1:
+        hops = hops[:-1]
+    return _Path(hops, False, path.one_way_s)
+
+
+def flow_packets(scenario: Scenario, estate: Any, index: int, window_s: float,
+                 start_s: float) -> list[Seen]:
+    """Every packet of flow ``index`` during the window, as each VM on its path saw it."""
+    flow = scenario.traffic[index]
+    src = scenario.vm(flow.source)
+    if src is None or src.power_state != "running":
+        return []
+    dst_vm = scenario.vm(flow.to)
+    dst_ip = dst_vm.ip if dst_vm is not None else IPv4Address(flow.to)
+    conn = estate.connect(flow.source, dst_ip, flow.port)
+    one_way = max(float(conn.rtt_ms), 0.2) / 2000.0
+    forward = _path(conn.forward, one_way)
+    reverse = _path(conn.reverse, one_way) if conn.reverse is not None else None
+    answer = _server_answer(scenario, dst_vm, flow.port) if forward.delivered else "none"
+    if conn.outcome == "refused":
+        answer = "rst"
+    elif conn.outcome == "timeout" and reverse is not None and reverse.delivered:
+        reverse = _stopped_at(reverse, conn.asymmetric_at)
+    count = max(1, min(int(float(flow.rate) * window_s), MAX_CONNECTIONS_PER_FLOW))
+    gap = window_s / count
+    seen: list[Seen] = []
+    for k in range(count):
+        rng = random.Random(_seed(scenario.name, index, k))
+        request, response = payloads(flow.port, rng)
+        conv = _Conversation(
+            scenario, rng, forward, reverse,
+            client=_Side(src.ip, 32768 + (index * 997 + k) % 28000, rng.randrange(2**32),
+                         src.mtu - 40),
+            server=_Side(dst_ip, flow.port, rng.randrange(2**32),
+                         (dst_vm.mtu if dst_vm is not None else 1500) - 40),
+            answer=answer)
+        conv.run(start_s + k * gap + rng.random() * gap * 0.5, request, response)
+        seen += conv.seen
+    return seen
+
+
+PacketFilter = Callable[[bytes], bool]
+
+
+def capture_frames(scenario: Scenario, estate: Any, vm: str, duration_s: float, *,
+                   start_s: float, keep: PacketFilter | None = None) -> list[tuple[int, bytes]]:
+    """The Ethernet frames a capture on ``vm`` records: (timestamp ns, frame), in time order.
+
+    ``duration_s`` is the capture's time limit, shortened to :data:`MAX_WINDOW_S`; packets
+    after the window (late retransmissions) are not in the capture, as on Azure.
+    """
+    window = max(1.0, min(float(duration_s), MAX_WINDOW_S))
+    end_ns = _ns(start_s + window)
+    frames = []
+    for index in range(len(scenario.traffic)):
+        for seen in flow_packets(scenario, estate, index, window * 0.8, start_s):
+            if seen.vm == vm and seen.ts_ns <= end_ns and (keep is None or keep(seen.ip)):
+                frames.append((seen.ts_ns, ethernet(seen.ip)))
+    frames.sort(key=lambda f: f[0])
+    return frames
