@@ -27,6 +27,9 @@ from core.safety.shell import SafeExecShell  # noqa: E402
 from storage.store import Store  # noqa: E402
 from tests.fakes.gemini_server import FakeGemini, call, function_call_turn  # noqa: E402
 
+#: The system prompt is sent with every request; it must stay bounded (issue 22).
+PROMPT_TOKEN_LIMIT = 8_000
+
 
 class ApproveAll:
     decides_immediately = True
@@ -64,6 +67,7 @@ def main() -> None:
         engine.begin(sid, "benchmark: huge outputs")
         outcome = engine.advance(sid)
         sizes = [r.size for r in fake.requests]
+        prompt = fake.requests[0].system_text
         secrets_sent = sum("Zm9vZm9v" in str(r.function_responses()) for r in fake.requests)
         statuses = {str(fr["response"].get("status")) for r in fake.requests
                     for fr in r.function_responses()}
@@ -74,10 +78,14 @@ def main() -> None:
           f"last {sizes[-1]:,}")
     print(f"growth per turn: median {int(statistics.median(growth)):,} B, "
           f"max {max(growth):,} B (bounded by truncation: 200 lines / ~4,000 tokens)")
+    print(f"system prompt as sent: {len(prompt):,} chars, ~{len(prompt) // 4:,} tokens "
+          f"(4 chars/token; fixed per request, limit {PROMPT_TOKEN_LIMIT:,})")
     print(f"requests carrying an unredacted storage key: {secrets_sent}; command statuses: "
           f"{sorted(statuses)}")
-    ok = max(growth) < 40_000 and secrets_sent == 0 and statuses == {"completed"}
-    print("OK" if ok else "FAIL: a request grew with the output or leaked a secret")
+    ok = (max(growth) < 40_000 and secrets_sent == 0 and statuses == {"completed"}
+          and len(prompt) // 4 <= PROMPT_TOKEN_LIMIT)
+    print("OK" if ok else "FAIL: a request grew with the output, leaked a secret, or the "
+          "prompt outgrew its bound")
     os._exit(0 if ok else 1)
 
 

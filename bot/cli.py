@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", help="check the hash chain (exit 0 when intact, 3 when tampered with)"
     )
     verify.add_argument("session_id", metavar="SID")
+    contract.add_json(verify, "the verdict")
     export = audit_cmds.add_parser(
         "export", help="write shell_audit_SID.jsonl and orchestrator_tasks_SID.jsonl"
     )

@@ -37,3 +37,10 @@ def run_reporting_errors(run: Callable[[], int]) -> int:
         print(f"ghost: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
               file=sys.stderr)
         return 1
+    except Exception as exc:  # noqa: BLE001 - a bug: one line here, the traceback in the log
+        from bot.contract.codes import Exit
+        from bot.contract.runner import log_traceback
+
+        print(f"ghost: unexpected {type(exc).__name__} inside Ghost; the details are in "
+              f"{log_traceback(exc)}. Please report it.", file=sys.stderr)
+        return int(Exit.INTERNAL)

@@ -67,7 +67,8 @@ def shell_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> str:
              "user_modified": "modified and approved"}.get(str(action), str(action))
     exit_note = "" if result.get("exit_code") in (0, None) else \
         f" (exit {result.get('exit_code')})"
-    return f"[Shell] {classification} — {label}: {command}{exit_note}{audit}"
+    said = f" → {result['meaning']}" if result.get("meaning") else ""
+    return f"[Shell] {classification} — {label}: {command}{exit_note}{said}{audit}"
 
 
 def orchestrator_line(name: str, result: Mapping[str, Any]) -> str:
@@ -131,12 +132,37 @@ class TerminalLease:
         import threading
 
         if not self.store.take_lease(self.session_id, self.owner, lease_seconds=self.seconds):
-            return False
+            stale = self._dead_local_holder()
+            if stale is None:
+                return False
+            # a `ghost investigate` on this machine that was killed: no need to wait it out
+            self.store.release_lease(self.session_id, stale)
+            if not self.store.take_lease(self.session_id, self.owner,
+                                         lease_seconds=self.seconds):
+                return False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, name="ghost-terminal-lease",
                                         daemon=True)
         self._thread.start()
         return True
+
+    def _dead_local_holder(self) -> str | None:
+        """The holder's owner string when it is a terminal run on this host whose process is
+        gone (killed with -9); None otherwise (another host, or still alive)."""
+        import os
+        import socket
+
+        holder = getattr(self.store.get_investigation(self.session_id), "lease_owner", None)
+        prefix = f"terminal:{socket.gethostname()}:"
+        if not isinstance(holder, str) or not holder.startswith(prefix):
+            return None
+        try:
+            os.kill(int(holder[len(prefix):]), 0)
+        except ProcessLookupError:
+            return holder
+        except (ValueError, PermissionError):
+            return None
+        return None
 
     def _renew(self) -> None:
         while not self._stop.wait(self.seconds / 3):

@@ -7,6 +7,10 @@ any command that was running as ``interrupted`` (never re-run), and carries on.
 
 ``/ghost cancel`` wins over a step in progress: the store never moves a cancelled investigation
 back to running, and the engine stops at its next save (``InvestigationCancelled``).
+
+SIGTERM (``Drain``): no new claims, the pacers stop sleeping, each step in flight finishes
+within the deadline or is handed back, and every lease this process holds is released, so a
+deploy never leaves an investigation waiting for a lease to lapse (docs/slack.md).
 """
 
 from __future__ import annotations
@@ -15,12 +19,16 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from bot.chat.notifier import InvestigationCancelled
 from core.engine.loop import Engine, Outcome
+from core.errors import GhostError
+from storage.investigations import RUNNABLE_STATUSES
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +36,71 @@ log = logging.getLogger(__name__)
 CHAT_PLATFORMS = ("slack", "teams")
 #: ...and those opened from a script with `ghost investigate --detach` (docs/agent-contract.md)
 WORKER_PLATFORMS = (*CHAT_PLATFORMS, "cli")
+
+
+class TryLater(GhostError):
+    """Nothing is wrong with the investigation, only with a service it needs right now (the
+    chat API): it stays as it is, and no worker tries again for ``retry_in`` seconds."""
+
+    def __init__(self, message: str, *, retry_in: float) -> None:
+        super().__init__(message)
+        self.retry_in = retry_in
+
+
+class Drain:
+    """A process's shutdown on SIGTERM, bounded by ``budget_s`` from the signal.
+
+    ``stop`` ends the claiming loops and every wait made through :meth:`sleep` (the Slack
+    pacer's and 429 retries'), so a post queued behind a backlog goes out at once instead of
+    holding the process; :meth:`left` is what remains of the budget for each phase.
+    """
+
+    def __init__(self, budget_s: float = 10.0, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.budget_s = budget_s
+        self.clock = clock
+        self.stop = threading.Event()
+        self._began: float | None = None
+
+    def begin(self) -> None:
+        """The signal handler: only sets flags (safe in a handler)."""
+        if self._began is None:
+            self._began = self.clock()
+        self.stop.set()
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, or less once the drain began."""
+        self.stop.wait(max(0.0, seconds))
+
+    def left(self, reserve_s: float = 0.0) -> float:
+        """Seconds left of the budget, keeping ``reserve_s`` for the phases after this one."""
+        if self._began is None:
+            return self.budget_s - reserve_s
+        return max(0.0, self.budget_s - reserve_s - (self.clock() - self._began))
+
+
+class InFlight:
+    """Chat requests being answered (``with in_flight:`` around each); a shutdown waits for
+    them so that what was recorded before an ack also gets its ack."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._idle = threading.Condition()
+
+    def __enter__(self) -> InFlight:
+        with self._idle:
+            self._count += 1
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._idle:
+            self._count -= 1
+            self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once nothing is in flight, False if ``timeout`` passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._count == 0, timeout)
 
 
 def worker_id(prefix: str = "worker") -> str:
@@ -52,19 +125,33 @@ class Worker:
         #: runs under the lease before each advance (the chat's orphan report)
         self.before = before
         self._wake = threading.Event()
+        #: bumped by ``wake``; an idle pool polls the database once per period, not once
+        #: per thread (SQLite has one write lock, and the slash commands' records need it)
+        self._generation = 0
+        self._claiming = threading.Lock()
 
     def wake(self) -> None:
         """Something became runnable in this process: stop idling now (the Approve click)."""
+        self._generation += 1
         self._wake.set()
 
     def run_once(self) -> str | None:
         """Claim one runnable investigation and advance it; its id, or None if none was free."""
-        inv = self.store.claim_next(self.owner, lease_seconds=self.lease_seconds,
-                                    platforms=WORKER_PLATFORMS)
+        inv = self._claim()
         if inv is None:
             return None
         self.work(inv.session_id)
         return str(inv.session_id)
+
+    def _claim(self, known_empty: Callable[[], bool] = lambda: False) -> Any:
+        """One claim at a time per process, and none while another thread of the pool just
+        found nothing (``known_empty``): SQLite has one write lock, and a convoy of idle
+        pollers on it delays the records that slash commands write before their ack."""
+        with self._claiming:
+            if known_empty():
+                return None
+            return self.store.claim_next(self.owner, lease_seconds=self.lease_seconds,
+                                         platforms=WORKER_PLATFORMS)
 
     def run_until_idle(self, limit: int = 200) -> int:
         """Run until nothing is runnable (tests, and a CLI drain)."""
@@ -84,13 +171,19 @@ class Worker:
         beat = threading.Thread(target=self._heartbeat, args=(session_id, stop), daemon=True,
                                 name=f"lease-{session_id}")
         beat.start()
+        hold_until = None
         try:
             # a previous owner may have died mid-command: close it, never re-run it
             self.shell_for(session_id).recover_interrupted()
             if self.before is not None:
-                self.before(session_id)
+                self.before(session_id)  # posts a slash command's root message first
+            if self.store.get_investigation(session_id).status not in RUNNABLE_STATUSES:
+                return  # the chat refused it before it started (the requester was told)
             outcome = self._advance(session_id)
             self.after(session_id, outcome)
+        except TryLater as exc:  # kept as it is; the lease is the retry timer
+            log.warning("%s", exc.message)
+            hold_until = self.store.clock() + timedelta(seconds=exc.retry_in)
         except InvestigationCancelled:  # /ghost cancel won mid-step: the step is saved
             log.info("investigation %s was cancelled while a worker advanced it", session_id)
         except Exception as exc:  # noqa: BLE001 - one investigation's failure is not the worker's
@@ -102,7 +195,9 @@ class Worker:
         finally:
             stop.set()
             beat.join(timeout=5)
-            self.store.release_lease(session_id, self.owner)
+            if hold_until is None or not self.store.hold_lease_until(
+                    session_id, self.owner, hold_until):
+                self.store.release_lease(session_id, self.owner)
 
     def _advance(self, session_id: str) -> Outcome:
         while True:
@@ -129,12 +224,25 @@ class Worker:
     def run_forever(self, stop: threading.Event, *, threads: int = 4,
                     idle_s: float = 1.0) -> None:
         """``threads`` loops claiming work until ``stop`` is set."""
+        empty = {"generation": -1, "at": 0.0}  # the pool's last claim that found nothing
+
+        def known_empty() -> bool:
+            return empty["generation"] == self._generation and \
+                time.monotonic() - empty["at"] < idle_s
+
         def loop() -> None:
             while not stop.is_set():
                 try:
-                    if self.run_once() is None:
+                    generation = self._generation
+                    inv = self._claim(known_empty)
+                    if inv is None:
+                        if not known_empty():
+                            empty.update(generation=generation, at=time.monotonic())
                         self._wake.wait(idle_s)
                         self._wake.clear()
+                        continue
+                    empty["generation"] = -1  # more may be waiting: every thread looks
+                    self.work(inv.session_id)
                 except Exception:  # noqa: BLE001 - the database may be restarting
                     log.exception("worker loop error")
                     stop.wait(idle_s * 5)
@@ -145,9 +253,21 @@ class Worker:
 
         stop_watch = threading.Thread(target=wake_on_stop, daemon=True)
         stop_watch.start()
+        # daemon threads, but a shutdown joins them (``drain``) up to its deadline: a step
+        # still running then is handed back rather than holding the process
         pool = [threading.Thread(target=loop, name=f"ghost-worker-{i}", daemon=True)
                 for i in range(max(1, threads))]
         for t in pool:
             t.start()
         for t in pool:
             t.join()
+
+    def hand_back(self) -> list[str]:
+        """Release every lease this worker still holds (shutdown, after the steps in flight
+        finished or the deadline passed); the ids handed back to the other processes."""
+        held = list(self.store.release_leases_of(self.owner))
+        if held:
+            log.warning("handed back %d investigation(s) at shutdown: %s; another worker "
+                        "continues them (a command cut short is recorded as interrupted, "
+                        "never re-run)", len(held), ", ".join(held))
+        return held

@@ -4,7 +4,7 @@ Packets are matched by identity (IP ID, ports, TCP seq/ack/flags/length, a paylo
 UDP/ICMP), never by TTL, checksums, MACs or addresses, so NAT does not break matching. Before
 any figure is given the pair is checked: both hold packets, they share flows, some packets
 were seen at both ends, the clock offset those packets give is one a real clock could have,
-and no packet arrives before it was sent. Otherwise the comparison is refused with the reason.
+and the two are not one end captured twice. Otherwise the comparison is refused with the reason.
 
 "Lost" counts only packets that one side addressed to the other and the other never saw;
 "injected" counts packets that arrive in a side's name although that side never sent them
@@ -30,7 +30,6 @@ _TCP = struct.Struct("!HHIIBB").unpack_from
 MAX_EXAMPLES = 10
 MAX_SKEW_NS = 86_400 * 10**9  # beyond a day apart, no clock is that wrong: different moments
 WARN_SKEW_NS = 60 * 10**9
-NEGATIVE_DELAY_NS = 1_000_000  # a packet "arriving" 1 ms before it was sent
 
 Pkt = tuple[tuple[int, ...], int, bytes, bytes, int, int, int, int, int, bool]
 # (match key, ts_ns, src, dst, sport, dport, seq, data length, ttl, offload-sized)
@@ -144,19 +143,36 @@ class _Side:
         self.flows: dict[tuple[int, int, int], list[int]] = {}  # flow -> [first ts, last ts]
         self.ranges: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.offload: set[tuple[int, int]] = set()  # (sport, dport) with offload-sized packets
+        self.pairs: dict[bytes, int] = {}  # packets per source+destination address bytes
 
-    def see(self, key: tuple[int, ...], ts: int, sp: int, dp: int, seq: int, dlen: int,
-            big: bool) -> None:
+    def own_address(self) -> bytes | None:
+        """The address in (nearly) every packet: the host the capture ran on, if one."""
+        counts: dict[bytes, int] = {}
+        for pk, n in self.pairs.items():
+            half = len(pk) // 2
+            src, dst = pk[:half], pk[half:]
+            counts[src] = counts.get(src, 0) + n
+            if dst != src:
+                counts[dst] = counts.get(dst, 0) + n
+        top = [a for a, n in counts.items() if n >= 0.9 * self.packets]
+        return top[0] if len(top) == 1 else None  # two hosts in every packet: cannot tell
+
+    def see(self, key: tuple[int, ...], ts: int, src: bytes, dst: bytes, sp: int, dp: int,
+            seq: int, dlen: int, big: bool) -> None:
         if not self.packets:
             self.first = ts
         self.packets += 1
-        self.last = max(self.last, ts)
-        fk = _flow_key(key)
+        if ts > self.last:
+            self.last = ts
+        pk = src + dst
+        pairs = self.pairs
+        pairs[pk] = pairs.get(pk, 0) + 1
+        fk = (key[0], sp, dp) if sp < dp else (key[0], dp, sp)  # as _flow_key
         span = self.flows.get(fk)
         if span is None:
             self.flows[fk] = [ts, ts]
-        else:
-            span[1] = max(span[1], ts)
+        elif ts > span[1]:
+            span[1] = ts
         if dlen:
             self.ranges.setdefault((sp, dp), []).append((seq, seq + dlen))
             if big:
@@ -183,8 +199,13 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
     sa, sb = _Side(), _Side()
     index: dict[tuple[int, ...], Any] = {}
     for key, ts, src, dst, sp, dp, seq, dlen, ttl, big in _packets(open_capture(path_a)[1]):
-        sa.see(key, ts, sp, dp, seq, dlen, big)
-        v = (ts << 40) | (ttl << 32) | (aid(dst) << 16) | aid(src)
+        sa.see(key, ts, src, dst, sp, dp, seq, dlen, big)
+        si, di = addr_ids.get(src), addr_ids.get(dst)
+        if si is None:
+            si = aid(src)
+        if di is None:
+            di = aid(dst)
+        v = (ts << 40) | (ttl << 32) | (di << 16) | si
         prev = index.get(key)
         if prev is None:
             index[key] = v
@@ -194,11 +215,11 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
             index[key] = [prev, v]
     # Pass 2: stream B and match.
     deltas: dict[int, list[int]] = {}  # A's sender id -> tsB - tsA of its matched packets
-    pairs: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # (src, dst) at A -> at B
+    pairs: dict[int, tuple[bytes, bytes]] = {}  # src id << 16 | dst id at A -> (src, dst) at B
     same_ttl = [0, 0]  # matched packets with the same TTL at both ends, all matched packets
     unmatched_b: list[tuple[int, tuple[int, ...], bytes, bytes]] = []
     for key, ts, src, dst, sp, dp, seq, dlen, ttl, big in _packets(open_capture(path_b)[1]):
-        sb.see(key, ts, sp, dp, seq, dlen, big)
+        sb.see(key, ts, src, dst, sp, dp, seq, dlen, big)
         hit = index.get(key)
         if hit is None:
             unmatched_b.append((ts, key, src, dst))
@@ -214,7 +235,7 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
         deltas.setdefault(sid, []).append(ts - (v >> 40))
         same_ttl[0] += ((v >> 32) & 0xFF) == ttl
         same_ttl[1] += 1
-        pk = (sid, (v >> 16) & 0xFFFF)
+        pk = v & 0xFFFFFFFF
         if pk not in pairs and len(pairs) < 4096:
             pairs[pk] = (src, dst)
     base: dict[str, Any] = {"capture_a": path_a, "capture_b": path_b, "packets_a": sa.packets,
@@ -237,7 +258,7 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
         offset, owd = (ab[0] - ba[0]) // 2, (ab[0] + ba[0]) // 2
     else:  # one direction only: the delay cannot be told from the offset
         offset, owd = (ab[0] if ab else -ba[0]), None
-    reason = _refusal_after_match(offset, owd, same_ttl, sa, sb)
+    reason = _refusal_after_match(offset, same_ttl, sa, sb)
     if reason:
         return {**base, "status": "refused", "reason": reason}
     # Sides: who sent each matched packet, and where it went, as each capture names them.
@@ -245,7 +266,8 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
     b_at_a: set[bytes] = set()
     a_at_b: set[bytes] = set()
     b_at_b: set[bytes] = set()
-    for (sid, did), (src_b, dst_b) in pairs.items():
+    for pk, (src_b, dst_b) in pairs.items():
+        sid, did = pk & 0xFFFF, pk >> 16
         if sid in a_ids:
             a_at_a.add(addrs[sid])
             b_at_a.add(addrs[did])
@@ -302,19 +324,19 @@ def _refusal(sa: _Side, sb: _Side, shared: set[tuple[int, int, int]],
     return ""
 
 
-def _refusal_after_match(offset: int, owd: int | None, same_ttl: list[int], sa: _Side,
-                         sb: _Side) -> str:
+def _refusal_after_match(offset: int, same_ttl: list[int], sa: _Side, sb: _Side) -> str:
     same = same_ttl[1] and same_ttl[0] == same_ttl[1]
     hint = (" Every matched packet has the same TTL in both captures: they look like one end "
             "captured twice." if same else "")
+    own = sa.own_address()
+    if same and own is not None and own == sb.own_address():
+        return (f"both captures were taken at {_ip(own)} (it is in every packet of both, and "
+                "every matched packet has the same TTL in both): one end captured twice, not "
+                "the two ends of a path")
     if abs(offset) > MAX_SKEW_NS:
         return (f"the matched packets would put the two clocks {duration_ns(abs(offset))} "
                 "apart, beyond any plausible clock skew: these captures were not taken at the "
                 "same time." + hint)
-    if owd is not None and owd < -NEGATIVE_DELAY_NS:
-        return (f"the one-way delay comes out negative ({duration_ns(owd)}): packets would "
-                "arrive before they were sent, so the captures are not the two ends of one "
-                "path (the same end twice, or edited timestamps)." + hint)
     if min(sa.last, sb.last - offset) < max(sa.first, sb.first - offset):
         return "the captures do not overlap in time once the clock offset is corrected"
     return ""
@@ -350,6 +372,8 @@ def _count(index: dict[tuple[int, ...], Any], unmatched_b: list[tuple[int, tuple
         if len(ex[kind]) < MAX_EXAMPLES:
             d = _key_desc(k)
             d.update(src=_ip(src), dst=_ip(dst), ts_ns=ts)
+            if kind in ("inj_a", "inj_b"):
+                d["seen_at"] = kind[-1].upper()
             ex[kind].append(d)
 
     def by_range(k: tuple[int, ...], ranges: dict[tuple[int, int], list[tuple[int, int]]]

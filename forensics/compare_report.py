@@ -124,6 +124,8 @@ def report_section(cmp: dict[str, Any]) -> list[str]:
                            ("lost B->A", cmp["lost_examples_b_to_a"]),
                            ("never sent", cmp["unsent_examples"])):
             for e in rows[:5]:
+                if "seen_at" in e:
+                    kind = f"at {e['seen_at']}, never sent by {'B' if e['seen_at'] == 'A' else 'A'}"
                 what = f"{e['proto']} {e['src']}:{e.get('sport', '')} -> {e['dst']}:" \
                        f"{e.get('dport', '')}"
                 if e["proto"] == "tcp":

@@ -38,16 +38,20 @@ EDGE_NS = 1_000_000_000  # an attempt younger than this (or the slowest handshak
 SCAN_MIN_PORTS = 15  # distinct ports of one host, or
 SCAN_MIN_HOSTS = 20  # distinct hosts on one port, tried by one source ...
 SCAN_FAILED_SHARE = 0.7  # ... mostly without an established connection
+SCAN_RETRIED_SHARE = 0.2  # a sweeper rarely retries a SYN; a blocked client's kernel does
 MTU_MIN_SEGMENT = 1000  # a black hole eats full-size segments, not small ones
 M32, HALF = 0xFFFFFFFF, 0x80000000
-FAILED = ("unanswered", "refused", "unreachable", "abandoned", "at_capture_end", "half_open")
+FAILED = ("unanswered", "refused", "unreachable", "abandoned", "at_capture_end", "half_open",
+          "synack_only")
 
 OUTCOME_TEXT = {
     "established": "established", "closed": "established and closed normally",
     "refused": "refused (SYN answered by RST)", "unanswered": "SYN never answered",
     "unreachable": "SYN answered by ICMP unreachable", "abandoned": "SYN sent, then given up "
     "with a RST before any answer", "at_capture_end": "SYN sent just before the capture ended",
-    "half_open": "SYN-ACK received, handshake never completed", "reset": "reset after the "
+    "half_open": "SYN answered by SYN-ACK, handshake never completed",
+    "synack_only": "only the responder's SYN-ACK seen, nothing from the originator (this point "
+    "is on the return path only)", "reset": "reset after the "
     "handshake", "stalled": "data retransmitted and never acknowledged",
     "midstream": "started before the capture (no SYN seen)",
 }
@@ -139,7 +143,7 @@ def _outcome(rec: list[Any], fd: dict[str, Any], o: int, facts: FlowFacts | None
                               segment_bytes=facts.last_retx_len[d], peer_silent=peer_silent)
                 return "stalled"
     if not so & S_SYN:
-        return "midstream"
+        return "synack_only" if sr & S_SYNACK and not so else "midstream"
     if facts is not None and facts.syn_retx[o]:
         detail["syn_retries"] = facts.syn_retx[o]
     if not sr & S_SYNACK:
@@ -195,6 +199,7 @@ def diagnose(a: Analyzer, dicts: dict[int, dict[str, Any]] | None = None) -> Dia
     diag = Diagnosis(conns, edge, [], _loss(tcp, conns), [], [], [], retries)
     _scans(diag)
     _mtu(diag, tcp, convs, by_flow)
+    _explained_loss(diag, tcp)
     _resets(diag)
     _zero_windows(diag, tcp, convs, end_ts)
     return diag
@@ -204,12 +209,16 @@ def _addr_of(rec: list[Any], d: int) -> str:
     return split_addrs(rec[1])[d]
 
 
-def _loss(tcp: list[list[Any]], conns: list[Connection]) -> dict[str, Any]:
-    """Data retransmissions over data segments, per direction (host to host) and per flow."""
+def _loss(tcp: list[list[Any]], conns: list[Connection],
+          skip: dict[int, str] | None = None) -> dict[str, Any]:
+    """Data retransmissions over data segments, per direction (host to host) and per flow;
+    connections whose id is in ``skip`` are left out."""
     dirs: dict[tuple[str, str], list[int]] = {}
     flows = []
     total = [0, 0, 0]
     for rec, c in zip(tcp, conns, strict=True):
+        if skip and id(c) in skip:
+            continue
         f = c.facts
         for d in (0, 1):
             seg = rec[F_DSEG0 + d]
@@ -244,6 +253,35 @@ def _loss(tcp: list[list[Any]], conns: list[Connection]) -> dict[str, Any]:
     }
 
 
+def explanation(c: Connection) -> str | None:
+    """The diagnosis that accounts for a connection's retransmissions, if one does."""
+    if c.detail.get("mtu_blackhole"):
+        return "mtu_blackhole"
+    return "stalled" if c.outcome == "stalled" else None
+
+
+def _explained_loss(diag: Diagnosis, tcp: list[list[Any]]) -> None:
+    """Split the loss figures: retransmissions that a diagnosis (MTU black hole, stall)
+    explains, and the rest, which alone may be reported as loss. One definition throughout:
+    data segments retransmitted over data segments sent (handshake retries excluded)."""
+    skip = {id(c): k for c in diag.connections if (k := explanation(c)) is not None}
+    by: dict[str, dict[str, int]] = {}
+    for rec, c in zip(tcp, diag.connections, strict=True):
+        kind = skip.get(id(c))
+        if kind is None:
+            continue
+        row = by.setdefault(kind, {"connections": 0, "data_segments": 0, "retransmitted": 0,
+                                   "capture_gaps": 0})
+        ta = c.flow.get("tcp_analysis") or {}
+        row["connections"] += 1
+        row["data_segments"] += rec[F_DSEG0] + rec[F_DSEG0 + 1]
+        row["retransmitted"] += sum(c.facts.data_retx) if c.facts else 0
+        row["capture_gaps"] += ta.get("lost_segment", 0) + ta.get("ack_lost_segment", 0)
+    diag.loss["explained_by"] = by
+    diag.loss["unexplained"] = _loss(tcp, diag.connections, skip) if skip else {
+        k: v for k, v in diag.loss.items() if k != "explained_by"}
+
+
 def _scans(diag: Diagnosis) -> None:
     """One source trying many ports of a host (or one port on many hosts), mostly failing."""
     by_src: dict[str, list[Connection]] = {}
@@ -262,6 +300,9 @@ def _scans(diag: Diagnosis) -> None:
         if (wide < SCAN_MIN_PORTS and sweep < SCAN_MIN_HOSTS) or \
                 len(failed) < SCAN_FAILED_SHARE * len(cs):
             continue
+        retried = sum(1 for c in cs if c.detail.get("syn_retries"))
+        if wide < SCAN_MIN_PORTS and retried > SCAN_RETRIED_SHARE * len(cs):
+            continue  # a client's kernel retrying many blocked servers, not a sweep
         answered = sorted({(c.flow["dst"], c.flow["dport"]) for c in cs
                            if c.outcome not in ("unanswered", "refused", "unreachable",
                                                 "abandoned", "at_capture_end")})
@@ -305,9 +346,44 @@ def _mtu(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[Any]],
             if icmp:
                 continue  # the router said so: path_mtu covers it
             diag.mtu_blackholes.append({
-                "flow": f"{src}:{sp} -> {dst}:{dp}", "sender": src, "receiver": dst,
-                "segment_bytes": size, "passed_average_bytes": peer_avg,
+                "view": "sender", "flow": f"{src}:{sp} -> {dst}:{dp}", "sender": src,
+                "receiver": dst, "segment_bytes": size, "passed_average_bytes": peer_avg,
                 "retransmissions": f.last_retx_repeats[d], "frames": list(f.retx_frames[d]),
+                "server_port": c.flow["dport"], "data_retransmitted": sum(f.data_retx),
+            })
+            c.detail["mtu_blackhole"] = True
+    _mtu_receiver(diag, tcp, convs, by_flow)
+
+
+def _mtu_receiver(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[Any]],
+                  by_flow: dict[tuple[str, str, int, str, int], list[Any]]) -> None:
+    """The receiver's view: the sender's later packets show data that never arrived, no
+    full-size segment ever arrived, and the receiver's own small segments were acknowledged."""
+    for rec, c in zip(tcp, diag.connections, strict=True):
+        conv = convs.get(id(rec))
+        if conv is None or c.outcome in FAILED or c.outcome == "midstream" or \
+                c.detail.get("mtu_blackhole"):
+            continue
+        for d in (0, 1):
+            sent, acked = conv[d][1], conv[1 - d][4]
+            missing = (sent - acked) & M32
+            if not sent or not acked or not MTU_MIN_SEGMENT <= missing < HALF:
+                continue
+            segs, own = rec[F_DSEG0 + d], rec[F_DSEG0 + 1 - d]
+            if segs and rec[F_PAY0 + d] // segs >= MTU_MIN_SEGMENT:
+                continue  # full-size segments did arrive: loss or a capture cut, not a hole
+            if not own or _before(conv[d][4], conv[1 - d][1]):
+                continue  # the receiver's own (small) data must have got through
+            src, dst = _addr_of(rec, d), _addr_of(rec, 1 - d)
+            if any(v[4] >= 0 and {k[1], k[3]} == {src, dst} for k, v in by_flow.items()):
+                continue
+            sp, dp = (rec[2], rec[3]) if d == 0 else (rec[3], rec[2])
+            diag.mtu_blackholes.append({
+                "view": "receiver", "flow": f"{src}:{sp} -> {dst}:{dp}", "sender": src,
+                "receiver": dst, "missing_bytes": missing,
+                "passed_average_bytes": rec[F_PAY0 + 1 - d] // own,
+                "frames": list(c.flow.get("evidence_frames", [])),
+                "server_port": c.flow["dport"],
             })
             c.detail["mtu_blackhole"] = True
 
@@ -331,6 +407,8 @@ def _resets(diag: Diagnosis) -> None:
             claimed = c.flow["src"] if d == c.o else c.flow["dst"]
             diag.injected_resets.append({
                 "frame": frame, "flow": c.label, "claims_to_be_from": claimed,
+                "other_end": c.flow["dst"] if claimed == c.flow["src"] else c.flow["src"],
+                "server_port": c.flow["dport"],
                 "why": "; ".join(why), "ttl": ttl, "expected_ttl": ref_ttl,
             })
 

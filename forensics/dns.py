@@ -26,6 +26,7 @@ QTYPE_NAMES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "
                33: "SRV", 65: "HTTPS", 255: "ANY"}
 MAX_PENDING = 100_000
 MAX_EXAMPLES = 20
+EDGE_NS = 1_000_000_000  # a query this young when the capture ended is not "unanswered"
 
 
 def read_name(buf: bytes, start: int, p: int, end: int) -> tuple[str, int]:
@@ -165,18 +166,26 @@ class DnsStats:
             elif len(self.asked) < MAX_PENDING:
                 self.asked[akey] = frame
 
-    def exchange_summary(self) -> dict[str, Any]:
-        """Outcome of each exchange (a client asking a server one name): what retries hide."""
+    def exchange_summary(self, end_ts: int = 0) -> dict[str, Any]:
+        """Outcome of each exchange (a client asking a server one name): what retries hide.
+
+        An exchange first asked less than EDGE_NS before ``end_ts`` (the capture's end) and
+        not answered yet is counted apart: its answer may simply not have come in time.
+        """
         out: dict[str, Any] = {"total": len(self.exchanges), "answered": 0, "unanswered": 0,
+                               "at_capture_end": 0,
                                "retried_then_answered": 0, "by_rcode": {},
                                "unanswered_by_server": {}, "unanswered_examples": []}
         everything = self.answered + list(self.exchanges.items())
         out["total"] = len(everything)
-        for (client, server, name, qtype), (fr, _ts, n, rcode, _ats, _af) in sorted(
+        for (client, server, name, qtype), (fr, qts, n, rcode, _ats, _af) in sorted(
                 everything, key=lambda kv: kv[1][0]):
             if rcode < 0:
                 if (client, server, name, qtype) in self.over_tcp:
                     out["total"] -= 1
+                    continue
+                if end_ts and end_ts - qts < EDGE_NS:
+                    out["at_capture_end"] += 1
                     continue
                 out["unanswered"] += 1
                 srv = _ip(server)
@@ -193,15 +202,15 @@ class DnsStats:
             out["by_rcode"][rc] = out["by_rcode"].get(rc, 0) + 1
         return out
 
-    def summary(self) -> dict[str, Any]:
-        """The semantic-JSON section."""
+    def summary(self, end_ts: int = 0) -> dict[str, Any]:
+        """The semantic-JSON section (``end_ts``: when the capture ended, for its edge)."""
         unanswered = [
             {"frame": fr, "name": qn, "qtype": qt, "client": _ip(k[0][: len(k[0]) // 2]),
              "server": _ip(k[0][len(k[0]) // 2:])}
             for k, (_ts, fr, qn, qt) in self.pending.items()
         ]
         unanswered.sort(key=lambda u: str(u["frame"]).zfill(12))
-        exchanges = self.exchange_summary()
+        exchanges = self.exchange_summary(end_ts)
         slow = sorted(self.latencies, key=lambda x: -x[0])[:10]
         lat = sorted(x[0] for x in self.latencies)
         return {

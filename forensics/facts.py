@@ -112,7 +112,7 @@ def note_event(flow: list[Any], slot: int, d: int, rst: bool, ttl: int, ipid: in
             f.resets.append((frame, d, ttl, ipid, ts, flow[F_TTL0 + d] - 1,
                              flow[F_IPID0 + d] or -1, pkts - flow[F_IPIDPK0 + d]))
         return
-    if not flow[F_TTL0 + d] and ttl >= 0:
+    if ttl >= 0:  # the latest (a SYN proxy may answer the SYN with a TTL of its own)
         flow[F_TTL0 + d] = ttl + 1
     if ipid > 0:
         flow[F_IPID0 + d] = ipid

@@ -126,7 +126,9 @@ def _other_findings(doc: dict[str, Any], diag: Diagnosis, out: list[dict[str, An
         out.append(_f(
             "tls_alerts", "high",
             f"{plural(sum(fatal.values()), 'TLS fatal alert')}: {', '.join(sorted(fatal))}",
-            "The TLS handshake failed (certificate, protocol version or cipher mismatch).",
+            "The TLS handshake failed (certificate, protocol version or cipher mismatch); sent "
+            "by " + listing(sorted({e["from"] for e in ex if e["alert"].startswith("fatal")}),
+                            3) + ".",
             [e["frame"] for e in ex if e["alert"].startswith("fatal")],
             "Check certificates (expiry, chain, SNI name) and TLS versions on both sides.",
             sum(fatal.values())))
@@ -139,7 +141,8 @@ def _other_findings(doc: dict[str, Any], diag: Diagnosis, out: list[dict[str, An
             "http_errors", "high" if errors5 else "low",
             f"HTTP errors: {errors5} 5xx, {errors4} 4xx",
             "Status codes: " + ", ".join(f"{k}×{v}" for k, v in sorted(http.items())
-                                          if k[0] in "45"),
+                                          if k[0] in "45")
+            + " from " + listing(sorted({e["server"] for e in ex}), 3) + ".",
             [e["frame"] for e in ex], "5xx: look at the server/backend health and logs; 4xx: "
             "the request (path, auth).", errors5 + errors4 / 10))
     cap = doc["capture"]

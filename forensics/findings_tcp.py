@@ -10,6 +10,13 @@ from typing import Any
 
 from . import tcp_analysis as T
 from .diagnosis import Connection, Diagnosis
+from .findings_paths import (
+    handshake_findings,
+    injected_findings,
+    mtu_findings,
+    spread,
+    stalled_findings,
+)
 from .wording import duration_ms, listing, percent, plural, span_ms
 
 Finding = dict[str, Any]
@@ -88,107 +95,94 @@ def tcp_findings(doc: dict[str, Any], diag: Diagnosis, a_flag_frames: dict[int, 
             "Check that the service listens on the port (ss -ltn) and that no firewall sends "
             "resets.", len(refused) / 2))
     injected_frames = {r["frame"] for r in diag.injected_resets}
-    for r in diag.injected_resets[:3]:
-        out.append(f(
-            "tcp_injected_reset", "high",
-            f"A reset on {r['flow']} claims to come from {r['claims_to_be_from']} but does not "
-            "look like its packets",
-            f"Frame {r['frame']}: {r['why']}. A firewall, IPS or load balancer in between "
-            "probably sent it in that host's name.", [r["frame"]],
-            f"Look for a device on the path that resets connections (firewall/IPS policy, "
-            f"idle timeout); capture at {r['claims_to_be_from']} too (--compare) to confirm it "
-            "never sent this RST.", 9.0))
+    injected_findings(diag, f, out)
+    handshake_findings(diag, f, out)
     resets = [c for c in diag.by_outcome("reset")
               if not injected_frames & set(c.flow.get("evidence_frames", []))]
     if resets:
-        by = {c.detail.get("reset_by", "?") for c in resets}
         out.append(f(
             "tcp_resets", "high" if len(resets) > 2 else "medium",
-            f"{plural(len(resets), 'established TCP connection')} ended by RST "
-            f"({plural(doc['tcp_resets'], 'RST packet')} in all)",
-            f"Reset by the {listing(sorted(by))} on {listing([c.label for c in resets], 3)}: "
-            "an application abort, an idle timeout on a load balancer/NAT/firewall, or a "
-            "middlebox reset.", doc["tcp_reset_frames"],
+            f"{plural(len(resets), 'established TCP connection')} to {_targets(resets)} ended "
+            f"by RST ({plural(doc['tcp_resets'], 'RST packet')} in all)",
+            f"{_reset_by(resets)}, e.g. {listing([c.label for c in resets], 2)}: an "
+            "application abort, an idle timeout on a load balancer/NAT/firewall, or a "
+            "middlebox reset.", _reset_frames(resets, doc["tcp_reset_frames"]),
             "Look at what preceded the RST in the evidence frames; compare with idle timeouts "
             "(Azure LB/NAT default 4 min).", len(resets) / 3))
-    for m in diag.mtu_blackholes[:3]:
-        out.append(f(
-            "mtu_blackhole", "critical",
-            f"MTU black hole on {m['sender']} -> {m['receiver']}: "
-            f"{m['segment_bytes']}-byte segments never get through",
-            f"On {m['flow']} the {m['segment_bytes']}-byte segment was sent "
-            f"{plural(m['retransmissions'] + 1, 'time')} and never acknowledged, while "
-            f"{m['receiver']}'s own segments (about {m['passed_average_bytes']} bytes) got "
-            "through; no ICMP fragmentation-needed was seen.", m["frames"],
-            "A link on the path has a smaller MTU and its ICMP 'fragmentation needed' is "
-            "blocked: allow ICMP type 3 code 4 (and ICMPv6 type 2) through NSGs/firewalls, or "
-            "clamp the MSS / lower the MTU on the tunnel or VPN.", 9.0))
-    for c in diag.by_outcome("stalled"):
-        if c.detail.get("mtu_blackhole"):
-            continue
-        d = c.detail
-        sender = c.flow["src"] if d["stalled_direction"] == "orig" else c.flow["dst"]
-        out.append(f(
-            "tcp_stalled", "high", f"Transfer from {sender} stalled on {c.label}",
-            f"A {d['segment_bytes']}-byte segment was retransmitted "
-            f"{plural(d['retransmissions'], 'time')} and never acknowledged"
-            + (" (nothing at all came back)" if d.get("peer_silent") else "")
-            + ": the path or the receiver stopped taking data.",
-            c.facts.retx_frames[0 if d["stalled_direction"] == "orig" else 1][:10]
-            if c.facts else [], "Check the receiver's health and every filter on the path "
-            "from the stall onwards; a capture at the receiver (--compare) shows where it is "
-            "lost.", 5.0))
-        if len([x for x in out if x["id"] == "tcp_stalled"]) >= 3:
-            break
+    mtu_findings(diag, f, out)
+    stalled_findings(diag, f, out)
     _loss_finding(diag, a_flag_frames, doc, f, out)
     _zero_window_findings(diag, f, out)
     _other_tcp(doc, diag, a_flag_frames, f, out)
     return out
 
 
+def _reset_by(resets: list[Connection]) -> str:
+    """'Reset by the responder (10.2.1.4) on 60 connections', and so on for each side."""
+    parts = []
+    for who in ("responder", "originator", "both"):
+        cs = [c for c in resets if c.detail.get("reset_by") == who]
+        if not cs:
+            continue
+        hosts = sorted({c.flow["dst"] if who == "responder" else c.flow["src"] for c in cs})
+        side = ("both ends" if who == "both"
+                else f"the {who} ({listing(hosts, 3)})")
+        parts.append(f"{side} on {plural(len(cs), 'connection')}")
+    return "Reset by " + listing(parts)
+
+
+def _reset_frames(resets: list[Connection], frames: list[int]) -> list[int]:
+    """The RSTs of several of these connections (else the capture's first RST frames)."""
+    own = spread([[r[0] for r in c.facts.resets] for c in resets if c.facts])
+    return own or frames
+
+
+EXPLAINED = {"mtu_blackhole": "the MTU black hole above", "stalled": "the stall above"}
+
+
+def _explained_note(loss: dict[str, Any]) -> str:
+    by = loss.get("explained_by") or {}
+    parts = [f"{plural(v['retransmitted'], 'retransmission')} on "
+             f"{plural(v['connections'], 'connection')} explained by {EXPLAINED[k]}"
+             for k, v in by.items() if v["retransmitted"]]
+    return f" Not counted here: {listing(parts)}." if parts else ""
+
+
 def _loss_finding(diag: Diagnosis, frames: dict[int, list[int]], doc: dict[str, Any], f: Any,
                   out: list[Finding]) -> None:
-    loss = diag.loss
-    black = {m["flow"] for m in diag.mtu_blackholes} | {
-        _sender_flow(c) for c in diag.by_outcome("stalled")}
-    flows = [x for x in loss["by_flow"] if x["flow"] not in black]
-    retx = loss["retransmitted"] - sum(x["retransmitted"] for x in loss["by_flow"]
-                                       if x["flow"] in black)
+    """Loss not explained by another diagnosis; its figures (title, directions, worst flow)
+    all count the same thing: data segments retransmitted over data segments sent."""
+    loss = diag.loss.get("unexplained", diag.loss)
+    retx, segs = loss["retransmitted"], loss["data_segments"]
     if retx <= 0:
         return
-    segs = loss["data_segments"]
     rate = retx / segs if segs else 1.0
     sev = "high" if rate > 0.05 else "medium" if rate > 0.01 else "low"
     dirs = [f"{d['from']} -> {d['to']}: {d['retransmitted']} of {d['data_segments']} "
             f"({percent(d['retransmitted'], d['data_segments'])})"
             for d in loss["by_direction"] if d["retransmitted"]]
+    flows = loss["by_flow"]
     hs = diag.handshake_retries
     hs_note = ""
     if hs["syn"] or hs["syn_ack"]:
         hs_note = (f" Handshake retries (SYN {hs['syn']}, SYN-ACK {hs['syn_ack']}) belong to "
                    "connection attempts and are not counted here.")
+    others = " on other connections" if diag.loss.get("explained_by") else ""
     ta = doc["tcp_analysis"]
-    ev = [fr for x in flows for fr in x["frames"]] or frames.get(T.RETRANSMISSION, [])
+    ev = spread([x["frames"] for x in flows]) or frames.get(T.RETRANSMISSION, [])
     out.append(f(
         "tcp_retransmissions", sev,
-        f"{plural(retx, 'data segment')} retransmitted ({percent(retx, segs)} of "
+        f"{plural(retx, 'data segment')} retransmitted{others} ({percent(retx, segs)} of "
         f"{plural(segs, 'data segment')})",
         "By direction: " + listing(dirs, 3)
         + (f"; worst flow {flows[0]['flow']} ({flows[0]['retransmitted']} of "
            f"{flows[0]['data_segments']})" if len(flows) > 1 else "")
-        + f". Fast {ta['fast_retransmission']}, spurious "
-        f"{loss['spurious']}, duplicate ACKs {ta['duplicate_ack']}: segments were lost or "
-        "delayed on the path." + hs_note, ev,
+        + f". Spurious {loss['spurious']}; in the whole capture tshark marks "
+        f"{plural(ta['fast_retransmission'], 'fast retransmission')} and "
+        f"{plural(ta['duplicate_ack'], 'duplicate ACK')}: segments were lost or delayed on "
+        "the path." + _explained_note(diag.loss) + hs_note, ev,
         "Packet loss on the path: check VM/NIC drops, throttling at the VM size's bandwidth "
         "limit, and capture both ends (--compare) to see where loss happens.", rate * 100))
-
-
-def _sender_flow(c: Connection) -> str:
-    """The stalled direction of a connection, labelled as diagnosis._loss labels flows."""
-    f = c.flow
-    if c.detail.get("stalled_direction") == "orig":
-        return f"{f['src']}:{f['sport']} -> {f['dst']}:{f['dport']}"
-    return f"{f['dst']}:{f['dport']} -> {f['src']}:{f['sport']}"
 
 
 def _zero_window_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
@@ -217,15 +211,33 @@ def _other_tcp(doc: dict[str, Any], diag: Diagnosis, frames: dict[int, list[int]
     ta = doc["tcp_analysis"]
     lost = ta["lost_segment"] + ta["ack_lost_segment"]
     if lost:
+        by = diag.loss.get("explained_by") or {}
+        known = {k: v["capture_gaps"] for k, v in by.items() if v["capture_gaps"]}
+        why = listing([EXPLAINED[k] for k in known])
+        n_known = sum(known.values())
+        all_known = n_known >= lost
+        note = ("" if not known else f" All of them are on the connections of {why}." if
+                all_known else f" {n_known} of them are on the connections of {why}.")
+        resent = diag.loss.get("unexplained", diag.loss)["retransmitted"]
+        if not all_known and resent and not ta["ack_lost_segment"] and \
+                ta["lost_segment"] <= resent + n_known:
+            all_known, why = True, "the packet loss above"
+            note += (f" There are no more gaps than retransmitted data segments ({resent}): "
+                     "these are the segments lost on the path, seen from this side, not a "
+                     "capture problem.")
         out.append(f(
-            "capture_gaps", "low",
-            f"{plural(lost, 'sign')} of segments missing from the capture",
-            f"previous segment not captured {ta['lost_segment']}, ACKed unseen "
-            f"{ta['ack_lost_segment']}: either real loss before the capture point, the capture "
-            "started mid-connection, or the capture itself dropped packets.",
+            "capture_gaps", "info" if all_known else "low",
+            f"{plural(lost, 'sign')} of segments missing from the capture"
+            + (f", explained by {why}" if all_known else ""),
+            f"Previous segment not captured {ta['lost_segment']}, ACKed unseen "
+            f"{ta['ack_lost_segment']}"
+            + ("." if all_known else ": either real loss before the capture point, the "
+               "capture started mid-connection, or the capture itself dropped packets.")
+            + note,
             frames.get(T.LOST_SEGMENT, []) + frames.get(T.ACK_LOST_SEGMENT, []),
+            "Nothing more to do here: follow the finding that explains it." if all_known else
             "If ACKed-unseen dominates, suspect the capture (snaplen/buffer limits) rather than "
-            "the network.", lost / 10))
+            "the network.", 0.0 if all_known else lost / 10))
     ka = ta["keep_alive"]
     if ka > 5:
         out.append(f(

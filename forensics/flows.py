@@ -37,7 +37,7 @@ F_LAST_FRAME = 21
 F_DSEG0 = 22  # TCP segments carrying data, direction 0 (F_DSEG0 + 1: direction 1)
 F_DIAG = 24  # None, or the rarely needed facts the diagnosis reads (facts.FlowFacts)
 # IP references per direction, set by segments with a new history event (facts.note_event):
-F_TTL0 = 25  # TTL + 1 of the direction's first packet that is no RST (0: none yet)
+F_TTL0 = 25  # TTL + 1 of the direction's latest new-event packet that is no RST (0: none)
 F_IPID0 = 27  # IPv4 ID of its latest new-event packet that is no RST (0: none)
 F_IPIDPK0 = 29  # the direction's packet count at that packet
 F_SIZE = 31

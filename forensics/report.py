@@ -13,7 +13,10 @@ from .compare_report import report_section, summary_lines
 from .wording import HISTORY_LEGEND, duration_ms, duration_ns, plural, state_legend, value
 
 EXEC_MAX_LINES = 50
+EXPLAINED_NAMES = {"mtu_blackhole": "MTU black hole (`mtu_blackhole`)",
+                   "stalled": "stalled transfer (`tcp_stalled`)"}
 TOP_FINDINGS = 6
+LINE_MAX = 600  # a finding's detail in the summary: long enough for its figures
 
 
 def _human_bytes(n: float) -> str:
@@ -33,7 +36,7 @@ def executive_summary_lines(doc: dict[str, Any], title: str) -> list[str]:
         lines = [
             f"Capture `{Path(cap['file']).name}`: {plural(cap['packets'], 'packet')}, "
             f"{_human_bytes(cap['bytes'])} over {duration_ns(cap['duration_s'] * 1e9)}, "
-            f"{plural(doc['flow_count'], 'flow')} ({doc['tcp_flow_count']} TCP).",
+            f"{plural(doc['flow_count'], 'flow')} ({doc['tcp_flow_count']:,} TCP).",
         ]
     if cap["warnings"]:
         lines.append(f"WARNING: {cap['warnings'][0]}")
@@ -44,24 +47,49 @@ def executive_summary_lines(doc: dict[str, Any], title: str) -> list[str]:
     for f in findings[:TOP_FINDINGS]:
         ev = ", ".join(str(x) for x in f["evidence_frames"][:6])
         lines.append(f"{f['rank']}. **[{f['severity'].upper()}] {f['title']}**")
-        lines.append(f"   {f['detail']}"[:300])
-        lines.append(f"   Next: {f['next_step']}"[:300])
+        lines.append(clip(f"   {f['detail']}"))
+        lines.append(clip(f"   Next: {f['next_step']}"))
         if ev:
             lines.append(f"   Evidence frames: {ev}")
     if len(findings) > TOP_FINDINGS:
         more = plural(len(findings) - TOP_FINDINGS, "more finding")
         lines.append(f"({more} in the full report.)")
     ta = doc["tcp_analysis"]
-    nonzero = ", ".join(f"{k} {v}" for k, v in ta.items() if v)
+    nonzero = ", ".join(f"{k} {v}" + (retransmission_note(doc) if k == "retransmission" else "")
+                        for k, v in ta.items() if v)
     lines.append("")
     conns = doc["diagnosis"]["tcp_connections"]
     if conns["total"]:
         lines.append("TCP connections: " + ", ".join(
-            f"{v} {k.replace('_', ' ')}" for k, v in sorted(
+            f"{v:,} {k.replace('_', ' ')}" for k, v in sorted(
                 conns["by_outcome"].items(), key=lambda kv: -kv[1])) + ".")
-    lines.append(f"TCP analysis: {nonzero or 'no flags'}; resets {doc['tcp_resets']}.")
+    lines.append(f"TCP analysis flags (frames, as tshark marks them): {nonzero or 'none'}; "
+                 f"RST packets {doc['tcp_resets']}.")
     lines += _dns_line(doc["dns"])
     return lines[:EXEC_MAX_LINES - 2]
+
+
+def clip(line: str, limit: int = LINE_MAX) -> str:
+    """A long line cut at a word, marked as cut, never mid-word."""
+    if len(line) <= limit:
+        return line
+    return line[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+
+
+def retransmission_note(doc: dict[str, Any]) -> str:
+    """What tshark's retransmission count is made of, in the loss finding's terms: its flag
+    marks every re-sent segment, SYN and FIN retries included; loss counts data segments."""
+    flagged = doc["tcp_analysis"]["retransmission"]
+    if not flagged:
+        return ""
+    data = doc["diagnosis"]["data_loss"]["retransmitted"]
+    other = flagged - data
+    if other <= 0:
+        return " (data segments only)"
+    if not data:
+        return " (all SYN, SYN-ACK or FIN retries: no data segment)"
+    return (f" ({plural(data, 'data segment')} and {plural(other, 'SYN, SYN-ACK or FIN retry')}"
+            ")")
 
 
 def _dns_line(dns: dict[str, Any]) -> list[str]:
@@ -73,8 +101,10 @@ def _dns_line(dns: dict[str, Any]) -> list[str]:
         f"DNS: {plural(dns['queries'], 'query', 'queries')} for {plural(ex['total'], 'name')}"
         f" (retries included), answers "
         + (", ".join(f"{k} {v}" for k, v in rc.items()) or "none")
-        + (f"; {ex['unanswered']} of {plural(ex['total'], 'name')} never answered."
-           if ex["unanswered"] else "; every name answered.")
+        + (f"; {ex['unanswered']} of {plural(ex['total'], 'name')} never answered"
+           if ex["unanswered"] else "; every name answered")
+        + (f" ({ex['at_capture_end']} asked less than 1 s before the capture ended)."
+           if ex["at_capture_end"] else ".")
     ]
 
 
@@ -129,6 +159,10 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
         L += ["Connection outcomes: " + ", ".join(
             f"{k.replace('_', ' ')} {v} ({conns['outcome_meanings'][k]})"
             for k, v in conns["by_outcome"].items()), ""]
+    if doc["tcp_analysis"]["retransmission"]:
+        L += ["The `retransmission` flag counts every frame tshark marks as re-sent"
+              + retransmission_note(doc) + "; the data loss figures below count data "
+              "segments only.", ""]
     loss = doc["diagnosis"]["data_loss"]
     if not loss["retransmitted"]:
         L += [f"Data loss: none of {plural(loss['data_segments'], 'data segment')} was "
@@ -140,6 +174,11 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
         L += _table(["from", "to", "data segments", "retransmitted", "rate"], [
             [d["from"], d["to"], d["data_segments"], d["retransmitted"],
              f"{d['rate'] * 100:.1f} %"] for d in loss["by_direction"]]) + [""]
+        for kind, v in (loss.get("explained_by") or {}).items():
+            if v["retransmitted"]:
+                L += [f"Of these, {plural(v['retransmitted'], 'retransmission')} on "
+                      f"{plural(v['connections'], 'connection')} are explained by the "
+                      f"{EXPLAINED_NAMES.get(kind, kind)} finding, not reported as loss.", ""]
     L += ["### Flows (problem flows first)", "", HISTORY_LEGEND + ".", ""]
     rows = []
     for fl in doc["flows"][:40]:

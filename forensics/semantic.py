@@ -122,7 +122,7 @@ def build_semantic(a: Analyzer, path: str, frame_flags: bool = False) -> dict[st
         "tcp_flow_count": len(tcp_flows),
         "flows": flow_dicts,
         "flows_truncated": len(a.flows) > MAX_FLOWS,
-        "dns": a.dns.summary(),
+        "dns": a.dns.summary(a.last_ts),
         "icmp": a.icmp.summary(),
         "top_talkers": _top_talkers(a),
     }

@@ -3,9 +3,17 @@
 The replay file (lab-scenario-format.md "Replay files") is a list of model turns in the Gemini
 REST shape. Turn *k* is the answer to the *k*-th model call of the investigation, counted from
 the model turns already in the history, so a replay resumes correctly in any process (a chat
-worker picks it up after an approval). ``{{task:N}}`` in any string becomes the task id of the
-N-th capture task this investigation created, read from the orchestrator's responses in the
-history. Everything else (gate, approvals, audit, captures, RCA) runs for real.
+worker picks it up after an approval). Placeholders in any string are filled from what this
+investigation produced, read from the history alone (docs/lab.md, "The replay"):
+
+- ``{{task:N}}``: the task id of the N-th capture task created (the format's own placeholder);
+- ``{{audit:N}}`` / ``{{audit:last}}`` (lab extension): the audit id of the N-th (or latest)
+  ``run_shell_cmd`` result, so a replay can cite evidence (``evidence_audit_ids``);
+- ``{{report:N}}`` / ``{{summary:N}}`` (lab extension): the forensic report / executive summary
+  path of capture task N, as the latest orchestrator answer gave it, shell-quoted, so a replay
+  can ``cat`` it wherever the data directory is.
+
+Everything else (gate, approvals, audit, captures, RCA) runs for real.
 """
 
 from __future__ import annotations
@@ -13,7 +21,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +32,11 @@ from core.engine.brain import BrainError, FunctionCall, ModelReply
 if TYPE_CHECKING:
     from lab.scenario import Scenario
 
-_TASK_REF = re.compile(r"\{\{task:(\d+)\}\}")
+_REF = re.compile(r"\{\{(?:(task|report|summary):(\d+)|(audit):(\d+|last))\}\}")
+#: the stored form of a run_shell_cmd response (core.engine.history.AUDIT_REF), in case a
+#: history reaches the brain without being rebuilt
+_AUDIT_REF = "_audit_ref"
+_PATH_KEYS = {"report": "report_path", "summary": "executive_summary_path"}
 
 
 class ReplayError(Exception):
@@ -48,43 +62,136 @@ def load_replay(path: Path) -> list[dict[str, Any]]:
     return data
 
 
-def capture_task_ids(history: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Task ids of the capture tasks in the history, in the order they were created."""
-    ids: list[str] = []
+def _responses(history: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Every function response in the history, in order: (tool name, response body)."""
+    found: list[tuple[str, Mapping[str, Any]]] = []
     for turn in history:
         for part in turn.get("parts") or []:
             response = part.get("functionResponse") if isinstance(part, Mapping) else None
-            if not isinstance(response, Mapping) or response.get("name") != "capture_traffic":
+            if not isinstance(response, Mapping):
                 continue
             body = response.get("response")
-            if not isinstance(body, Mapping):
-                continue
-            # a dual-end capture creates two tasks: the source's, then its partner's ("tasks")
-            tasks = body.get("tasks")
-            pair: list[Any] = tasks if isinstance(tasks, list) else []
-            for task in (body, *pair):
-                task_id = task.get("task_id") if isinstance(task, Mapping) else None
-                if task_id and str(task_id) not in ids:
-                    ids.append(str(task_id))
+            found.append((str(response.get("name") or ""),
+                          body if isinstance(body, Mapping) else {}))
+    return found
+
+
+def capture_task_ids(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Task ids of the capture tasks in the history, in the order they were created."""
+    ids: list[str] = []
+    for name, body in _responses(history):
+        if name != "capture_traffic":
+            continue
+        # a dual-end capture creates two tasks: the source's, then its partner's ("tasks")
+        tasks = body.get("tasks")
+        pair: list[Any] = tasks if isinstance(tasks, list) else []
+        for task in (body, *pair):
+            task_id = task.get("task_id") if isinstance(task, Mapping) else None
+            if task_id and str(task_id) not in ids:
+                ids.append(str(task_id))
     return ids
 
 
-def substitute(value: Any, task_ids: Sequence[str]) -> Any:
-    """``value`` with every ``{{task:N}}`` in its strings replaced by ``task_ids[N]``."""
+def shell_audit_ids(history: Sequence[Mapping[str, Any]]) -> list[str | None]:
+    """The audit id of every ``run_shell_cmd`` result in the history, in order.
+
+    Denied and blocked commands have one too (the shell audits them); a result whose outcome
+    was never recorded has None, so the positions still follow the replay's calls.
+    """
+    ids: list[str | None] = []
+    for name, body in _responses(history):
+        if name == "run_shell_cmd":
+            audit_id = body.get("audit_id") or body.get(_AUDIT_REF)
+            ids.append(str(audit_id) if audit_id else None)
+    return ids
+
+
+def capture_paths(history: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """task id -> {report_path, executive_summary_path}, from the latest answer giving them."""
+    paths: dict[str, dict[str, str]] = {}
+    for _, body in _responses(history):
+        tasks = body.get("tasks")
+        for task in (body, *(tasks if isinstance(tasks, list) else [])):
+            if not isinstance(task, Mapping) or not task.get("task_id"):
+                continue
+            result = task.get("result")
+            if not isinstance(result, Mapping):
+                continue
+            found = {key: str(result[key]) for key in _PATH_KEYS.values() if result.get(key)}
+            if found:
+                paths.setdefault(str(task["task_id"]), {}).update(found)
+    return paths
+
+
+@dataclass(frozen=True)
+class ReplayContext:
+    """What the placeholders stand for at one model call, read from the history."""
+
+    task_ids: Sequence[str] = ()
+    audit_ids: Sequence[str | None] = ()
+    paths: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, history: Sequence[Mapping[str, Any]]) -> ReplayContext:
+        return cls(capture_task_ids(history), shell_audit_ids(history), capture_paths(history))
+
+    def task(self, n: int, ref: str) -> str:
+        if n >= len(self.task_ids):
+            raise _misfit(f"refers to capture task {n} ({ref}) but this investigation created "
+                          f"{len(self.task_ids)}")
+        return self.task_ids[n]
+
+    def audit(self, which: str, ref: str) -> str:
+        count = len(self.audit_ids)
+        if which == "last":
+            if not count:
+                raise _misfit(f"cites the latest command ({ref}) but no run_shell_cmd has "
+                              "answered yet")
+            n = count - 1
+        else:
+            n = int(which)
+            if n >= count:
+                raise _misfit(f"cites run_shell_cmd result {n} ({ref}) but this investigation "
+                              f"has {count}")
+        audit_id = self.audit_ids[n]
+        if audit_id is None:
+            raise _misfit(f"cites run_shell_cmd result {n} ({ref}) but its outcome was never "
+                          "recorded, so it has no audit id")
+        return audit_id
+
+    def path(self, kind: str, n: int, ref: str) -> str:
+        task_id = self.task(n, ref)
+        key = _PATH_KEYS[kind]
+        path = self.paths.get(task_id, {}).get(key)
+        if not path:
+            raise _misfit(f"reads the {key} of capture task {n} ({ref}, {task_id}) but no "
+                          "check_task answer has given it yet (the capture is not analysed)")
+        return shlex.quote(path)
+
+    def fill(self, match: re.Match[str]) -> str:
+        kind, n, audit, which = match.groups()
+        ref = match.group(0)
+        if audit:
+            return self.audit(which, ref)
+        if kind == "task":
+            return self.task(int(n), ref)
+        return self.path(kind, int(n), ref)
+
+
+def _misfit(what: str) -> BrainError:
+    return BrainError(f"the replay {what}; the replay does not fit what ran", transient=False)
+
+
+def substitute(value: Any, context: ReplayContext | Sequence[str]) -> Any:
+    """``value`` with every placeholder in its strings filled in (a sequence: task ids only)."""
+    if not isinstance(context, ReplayContext):
+        context = ReplayContext(task_ids=tuple(context))
     if isinstance(value, str):
-        def task(match: re.Match[str]) -> str:
-            n = int(match.group(1))
-            if n >= len(task_ids):
-                raise BrainError(
-                    f"the replay refers to capture task {n} ({match.group(0)}) but this "
-                    f"investigation created {len(task_ids)}; the replay does not fit what ran",
-                    transient=False)
-            return task_ids[n]
-        return _TASK_REF.sub(task, value)
+        return _REF.sub(context.fill, value)
     if isinstance(value, list):
-        return [substitute(v, task_ids) for v in value]
+        return [substitute(v, context) for v in value]
     if isinstance(value, dict):
-        return {k: substitute(v, task_ids) for k, v in value.items()}
+        return {k: substitute(v, context) for k, v in value.items()}
     return value
 
 
@@ -107,7 +214,11 @@ class ReplayBrain:
             raise BrainError(f"the replay {self.path.name} has no turn {index + 1} (it has "
                              f"{len(self.turns)}); it should end with complete_investigation",
                              transient=False)
-        content = substitute(copy.deepcopy(self.turns[index]), capture_task_ids(history))
+        try:
+            content = substitute(copy.deepcopy(self.turns[index]), ReplayContext.of(history))
+        except BrainError as exc:
+            raise BrainError(f"{self.path.name}, turn {index + 1}: {exc}",
+                             transient=False) from exc
         content["role"] = "model"
         calls = []
         text = []

@@ -136,11 +136,15 @@ class InvestigationRepo:
         session_id: str | None = None,
         resumed_from: str | None = None,
         lab: str | None = None,
+        engine_state: Mapping[str, Any] | None = None,
+        turns: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> InvestigationView:
         """Insert a new investigation with a fresh §8 document.
 
         Ids follow the spec (``ghost_YYYYMMDD_HHMMSS``); when two start in the same second the
-        later one gets a ``-2``, ``-3``… suffix instead of failing.
+        later one gets a ``-2``, ``-3``… suffix instead of failing. ``engine_state`` and the
+        first ``turns`` go into the same transaction: a slash command is recorded whole,
+        runnable, before Slack gets its ack (or not at all).
         """
         self.db.ensure_ready()
         now = self.clock()
@@ -171,10 +175,15 @@ class InvestigationRepo:
                 version=1,
                 audit_count=0,
                 lab=lab or self.lab,
+                engine_state=dict(engine_state) if engine_state is not None else None,
             )
             try:
                 with self.db.session() as s, s.begin():
                     s.add(row)
+                    if turns:
+                        s.flush()  # the row exists before its turns reference it
+                    for role, content in turns:
+                        add_turn(s, sid, role, content, now)
             except IntegrityError:
                 if session_id is not None:
                     raise
@@ -354,6 +363,32 @@ class InvestigationRepo:
                 .values(lease_owner=None, lease_expires_at=None)
             )
 
+    def release_leases_of(self, owner: str) -> list[str]:
+        """Hand back every investigation ``owner`` holds (a process shutting down): another
+        process may claim them at once instead of waiting for the leases to lapse."""
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            held = list(s.scalars(select(Investigation.session_id)
+                                  .where(Investigation.lease_owner == owner)))
+            if held:
+                s.execute(update(Investigation)
+                          .where(Investigation.lease_owner == owner)
+                          .values(lease_owner=None, lease_expires_at=None))
+            return held
+
+    def hold_lease_until(self, session_id: str, owner: str, until: datetime) -> bool:
+        """Keep a lease we hold until ``until`` without working on it: a retry timer (the
+        root message could not be posted; nobody tries again before then)."""
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            result = s.execute(
+                update(Investigation)
+                .where(Investigation.session_id == session_id,
+                       Investigation.lease_owner == owner)
+                .values(lease_expires_at=until)
+            )
+            return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
     # ------------------------------------------------------------------ chat front ends
     def find_by_thread(self, platform: str, channel_ref: str,
                        thread_ref: str) -> InvestigationView | None:
@@ -367,6 +402,23 @@ class InvestigationRepo:
         with self.db.session() as s:
             row = s.scalars(query).first()
             return None if row is None else _view(row)
+
+    def record_root(self, session_id: str, thread_ref: str,
+                    root: Mapping[str, Any]) -> str:
+        """Store the root message of a thread Ghost opened (compare-and-set on the row): the
+        first root recorded stays, so the investigation never moves to a second thread; the
+        thread in force is returned."""
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            row = s.get(Investigation, session_id, with_for_update=True)
+            if row is None:
+                raise UnknownInvestigation(session_id)
+            if row.thread_ref:
+                return str(row.thread_ref)
+            row.thread_ref = thread_ref
+            row.conversation_ref = {**(row.conversation_ref or {}), "root": dict(root)}
+            row.updated_at = self.clock()
+            return thread_ref
 
     def update_conversation_ref(self, session_id: str,
                                 changes: Mapping[str, Any]) -> dict[str, Any]:

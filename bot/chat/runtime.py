@@ -42,6 +42,7 @@ from bot.chat.prompts import (
     entry,
     key_of,
 )
+from bot.worker import InFlight
 from core.engine.loop import Engine, Outcome
 from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy, Decision
@@ -49,6 +50,11 @@ from core.session_state import iso_utc, utc_now
 
 log = logging.getLogger(__name__)
 __all__ = ["AlreadyAnswered", "ChatRuntime", "NotWaiting"]
+
+#: ``conversation_ref.root.state`` of an investigation a slash command recorded
+ROOT_PENDING, ROOT_POSTING, ROOT_REFUSED = "pending", "posting", "refused"
+#: how long a worker waits before trying a root message again after a transient error
+ROOT_RETRY_S = 5.0
 
 
 class ChatRuntime:
@@ -71,10 +77,19 @@ class ChatRuntime:
         #: The orphan report in the thread; ``build_chat_engine`` gives it an orchestrator.
         self.orphans = OrphanDesk(store, port_for, notifier)
         self.prompts = PromptBook(store)
+        #: Told the requester why the root could not be posted (not invited…): True when the
+        #: error is for good; False leaves it queued to try again (the chat front end sets it).
+        self.root_refused: Callable[[Any, Exception], bool] = lambda _inv, _exc: False
+        #: the requests being answered; ``ghost serve`` waits for them on SIGTERM
+        self.in_flight = InFlight()
 
     def before_advance(self, session_id: str) -> None:
-        """A worker holds the lease and is about to advance: the orphan report (once), and
-        leftovers of an orphan cleanup into ``manual_cleanup_pending``. Never fatal."""
+        """A worker holds the lease and is about to advance: the thread's root message if a
+        slash command's was not posted yet (``open_thread``), then the orphan report (once)
+        and leftovers of an orphan cleanup into ``manual_cleanup_pending`` (never fatal)."""
+        self.open_thread(session_id)
+        if not self.store.get_investigation(session_id).thread_ref:
+            return
         try:
             self.orphans.scan(session_id)
             self.orphans.merge_manual(session_id)
@@ -97,21 +112,74 @@ class ChatRuntime:
         return port
 
     # ----------------------------------------------------------------- operations
-    def start(self, *, platform: str, channel: str, user: str, symptom: str) -> str:
-        """Post the root (status) message, create the investigation in its thread, queue it."""
-        port = self._port(platform)
-        from bot.chat.content import StatusView
+    def accept(self, *, platform: str, channel: str, user: str, symptom: str,
+               reply_to: str | None = None) -> str:
+        """Record a slash command whole, before it is acked: one transaction with the row
+        (queued), the symptom as the first user turn and "root message not yet posted".
+        ``reply_to`` (Slack's response_url) reaches the requester where Ghost cannot post.
+        The worker that claims it posts the root (``open_thread``) and runs it."""
+        from core.engine.history import user_text
+        from core.engine.loop import new_engine_state
 
-        first = StatusView(session_id="", symptom=symptom, requested_by=user, status="queued",
-                           phase="Starting…", turn=0, max_turns=50)
-        thread = port.post_root(channel, first)
+        ref: dict[str, Any] = {"root": {"state": ROOT_PENDING}}
+        if reply_to:
+            ref["reply_to"] = reply_to
         inv = self.store.create_investigation(
             symptom=symptom, model=self.model, audit_dir=self.audit_dir, requested_by=user,
-            platform=platform, channel_ref=channel, thread_ref=thread,
-            status="awaiting_user")  # not runnable until the symptom turn is stored
-        self.engine.begin(inv.session_id, symptom)  # → running: a worker may claim it now
-        self.notifier.refresh_status(inv.session_id)
+            platform=platform, channel_ref=channel, status="queued", conversation_ref=ref,
+            engine_state=new_engine_state(started_at=utc_now()),
+            turns=[("user", user_text(symptom))])
         return str(inv.session_id)
+
+    def open_thread(self, session_id: str) -> None:
+        """Post the root (status) message of an accepted investigation, once; the worker
+        holding its lease calls this before the first step.
+
+        The claim (``root.state`` pending → posting) and the record (``record_root``, which
+        keeps the first thread) are compare-and-sets on the row; only the lease holder posts.
+        A holder killed between Slack's answer and the record leaves ``posting``: the next
+        holder posts again (the one window in which a second root can appear, docs/slack.md).
+        """
+        inv = self.store.get_investigation(session_id)
+        root = (inv.conversation_ref or {}).get("root") or {}
+        if inv.thread_ref or root.get("state") not in (ROOT_PENDING, ROOT_POSTING):
+            return
+        port = self._port(inv.platform)
+        at = iso_utc(utc_now())
+
+        def claim(ref: dict[str, Any]) -> bool:
+            current = ref.get("root") or {}
+            if current.get("state") not in (ROOT_PENDING, ROOT_POSTING):
+                return False
+            ref["root"] = {**current, "state": ROOT_POSTING, "at": at,
+                           "attempts": int(current.get("attempts") or 0) + 1}
+            return True
+
+        if not self.store.change_conversation_ref(session_id, claim):
+            return
+        try:
+            ts = port.post_root(str(inv.channel_ref), status_view(inv))
+        except Exception as exc:  # noqa: BLE001 - refused for good, or try again later
+            self._root_not_posted(inv, exc)
+            return
+        self.store.record_root(session_id, ts, {"state": "posted", "ts": ts, "at": at})
+
+    def _root_not_posted(self, inv: Any, error: Exception) -> None:
+        sid = str(inv.session_id)
+
+        def back(state: str, why: str) -> Callable[[dict[str, Any]], None]:
+            return lambda ref: ref.__setitem__("root", {**(ref.get("root") or {}),
+                                                        "state": state, "error": why})
+
+        if self.root_refused(inv, error):  # the requester was told what to fix
+            self.store.change_conversation_ref(sid, back(ROOT_REFUSED, str(error)[:200]))
+            self.store.set_status(sid, "failed")
+            return
+        from bot.worker import TryLater
+
+        self.store.change_conversation_ref(sid, back(ROOT_PENDING, str(error)[:200]))
+        raise TryLater(f"Could not post the root message of {sid} ({type(error).__name__}); "
+                       "trying again shortly.", retry_in=ROOT_RETRY_S) from error
 
     def _live(self, session_id: str) -> Any:
         inv = self.store.get_investigation(session_id)
@@ -253,6 +321,9 @@ class ChatRuntime:
             if self.post_rca_once(session_id):
                 return f"Uploaded the RCA of `{session_id}` into its thread again."
             raise NotWaiting(f"The RCA of `{session_id}` is being uploaded already.")
+        if ((inv.conversation_ref or {}).get("root") or {}).get("state") == ROOT_REFUSED:
+            self.store.change_conversation_ref(session_id, lambda ref: ref.__setitem__(
+                "root", {**ref["root"], "state": ROOT_PENDING}))  # invited since: post it now
         try:
             self.engine.mark_resumed(session_id)
         except InvestigationCancelled:  # saved; a resumed cancel moves on just below

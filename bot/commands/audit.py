@@ -18,6 +18,10 @@ from core.errors import AuditIntegrityError
 def verify(args: argparse.Namespace) -> int:
     store = build_store()
     report = store.verify_audit(args.session_id)
+    if getattr(args, "json", False):  # the agent contract (docs/agent-contract.md)
+        from bot.contract.audit import emit_verdict
+
+        return emit_verdict(args.session_id, report)
     if report.ok:
         print(f"OK: the audit chain of {args.session_id} holds ({report.count} records).")
         return 0
@@ -67,3 +71,10 @@ def export(args: argparse.Namespace) -> int:
         )
         return AuditIntegrityError.exit_code
     return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    """`ghost audit show AUDIT_ID [--json]`: one record (output included) by its id."""
+    from bot.contract.audit import show_record
+
+    return show_record(args)

@@ -2,6 +2,9 @@
 
 Socket Mode when SLACK_APP_TOKEN is set (one process, no public URL); HTTP on $PORT otherwise.
 Both run the lease-guarded periodic jobs, so any number of replicas can run.
+
+SIGTERM drains within 10 s (``bot.worker.Drain``): no new requests or claims, the acks in flight
+answered, the pacers stop sleeping, the steps in flight finished or handed back, leases released.
 """
 
 from __future__ import annotations
@@ -34,16 +37,40 @@ def _require_gemini(settings: Settings) -> None:
                              "Set it in the environment or .env (see .env.example).")
 
 
-def _stop_event() -> threading.Event:
-    stop = threading.Event()
+def _drain() -> Any:
+    from bot.worker import Drain
+
+    drain = Drain()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_a: stop.set())
-    return stop
+        signal.signal(sig, lambda *_a: drain.begin())
+    return drain
+
+
+def _slack_waits(drain: Any, settings: Settings) -> dict[str, Any]:
+    """build_slack's pacer and 429 sleep, both cut short by the drain (nothing sleeps through
+    a backlog on SIGTERM: a queued post goes out, or a slash command's root stays queued)."""
+    from bot.slack.client import Pacer
+
+    return {"pacer": Pacer(settings.slack_post_interval_s, sleep=drain.sleep),
+            "sleep": drain.sleep}
+
+
+def _shut_down(started: list[Any], store: Any, drain: Any) -> None:
+    """After the front ends stopped: join the worker until the deadline, hand back what it
+    still holds, release the job leases."""
+    scheduler, owner = started[0], started[-1]
+    scheduler.shutdown(wait=False)
+    if len(started) == 4:
+        thread, worker = started[1], started[2]
+        thread.join(drain.left(reserve_s=1.0))
+        worker.hand_back()
+    store.release_job_leases(owner)
 
 
 def _background(services: Any, settings: Settings, stop: threading.Event, *,
                 run_worker: bool) -> list[Any]:
-    """The periodic jobs and, optionally, a worker pool, as daemon threads."""
+    """The periodic jobs and, optionally, a worker pool, as daemon threads joined on
+    shutdown (``_shut_down``): [scheduler, (thread, worker,) owner]."""
     from bot.scheduler import PeriodicJobs, start_scheduler
     from bot.worker import Worker, worker_id
     from core.session_state import utc_now
@@ -65,8 +92,8 @@ def _background(services: Any, settings: Settings, stop: threading.Event, *,
                                   kwargs={"threads": settings.worker_threads}, daemon=True,
                                   name="ghost-worker")
         thread.start()
-        started.append(thread)
-    return started
+        started += [thread, worker]
+    return [*started, owner]
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -80,12 +107,14 @@ def serve(args: argparse.Namespace) -> int:
     if run_worker:
         _require_gemini(settings)
     store = build_store(settings)
-    slack = build_slack(settings, store, socket_mode=socket_mode) \
+    drain = _drain()
+    stop = drain.stop
+    slack = build_slack(settings, store, socket_mode=socket_mode,
+                        **_slack_waits(drain, settings)) \
         if settings.slack_bot_token or not settings.teams_configured else None
     teams = _teams(settings, store, slack)
     services = teams or slack  # the worker's runtime posts to every configured platform
-    stop = _stop_event()
-    scheduler = _background(services, settings, stop, run_worker=run_worker)[0]
+    started = _background(services, settings, stop, run_worker=run_worker)
     teams_runner = _serve_teams(teams, args.host, settings.teams_port) if teams else None
     from bot.health import Readiness
     from bot.slack.http import make_server
@@ -109,7 +138,10 @@ def serve(args: argparse.Namespace) -> int:
             log.info("Ghost is connected to Slack (Socket Mode)%s.",
                      " with a worker" if run_worker else "")
             stop.wait()
-            handler.close()
+            slack.runtime.in_flight.wait_idle(drain.left(reserve_s=7.5))  # acks go out first
+            closing = threading.Thread(target=handler.close, daemon=True)
+            closing.start()
+            closing.join(drain.left(reserve_s=6.0))
             if probes is not None:
                 probes.shutdown()
         else:
@@ -118,10 +150,11 @@ def serve(args: argparse.Namespace) -> int:
                      " with a worker" if run_worker else "")
             threading.Thread(target=server.serve_forever, daemon=True).start()
             stop.wait()
-            server.shutdown()
+            server.shutdown()  # no new requests; those in flight are answered
+            slack.runtime.in_flight.wait_idle(drain.left(reserve_s=7.5))
     finally:
-        stop.set()
-        scheduler.shutdown(wait=False)
+        drain.begin()
+        _shut_down(started, store, drain)
         if teams and teams_runner:
             from bot.teams.app import stop_server
 
@@ -174,13 +207,17 @@ def worker(args: argparse.Namespace) -> int:
     _require_gemini(settings)
     # the worker posts into Slack and/or Teams but receives nothing: no signing secret needed
     store = build_store(settings)
+    drain = _drain()
     if not settings.slack_bot_token and not settings.teams_configured:
         # no chat configured: it runs what `ghost investigate --detach` queued (agent contract)
         from bot.contract.detach import cli_services
 
         services: Any = cli_services(settings, store)
+        log.info("No Slack or Teams configured: this worker runs the investigations opened "
+                 "with `ghost investigate --detach` (docs/agent-contract.md).")
     else:
-        slack = build_slack(settings, store, socket_mode=True) \
+        slack = build_slack(settings, store, socket_mode=True,
+                            **_slack_waits(drain, settings)) \
             if settings.slack_bot_token or not settings.teams_configured else None
         teams = _teams(settings, store, slack)
         services = teams or slack
@@ -194,9 +231,8 @@ def worker(args: argparse.Namespace) -> int:
                       lease_seconds=settings.lease_seconds).run_until_idle()
         print(f"ghost worker: advanced {done} investigation(s).")
         return 0
-    stop = _stop_event()
-    started = _background(services, settings, stop, run_worker=True)
+    started = _background(services, settings, drain.stop, run_worker=True)
     log.info("Ghost worker started (%d threads).", settings.worker_threads)
-    stop.wait()
-    started[0].shutdown(wait=False)
+    drain.stop.wait()
+    _shut_down(started, store, drain)
     return 0

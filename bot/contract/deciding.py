@@ -79,6 +79,9 @@ def decide(settings: Any, store: Any, *, approval_id: str, actor: str, kind: str
         if not policy.approvers and inv.platform in ("slack", "teams"):
             hint = (f"Decide in the {inv.platform} thread, or configure the approvers list "
                     "to decide from the command line.")
+        elif not policy.approvers and inv.platform == "terminal":
+            hint = ("A terminal investigation's requests are decided at its keyboard: "
+                    f"`ghost investigate --resume {inv.session_id}`.")
         raise ContractError(Code.NOT_ALLOWED, result.message, hint or "Ask another engineer.")
     if result.status == "closed":
         raise ContractError(Code.APPROVAL_NOT_PENDING, _closed_line(result),

@@ -45,7 +45,7 @@ def _command_event(record: dict[str, Any]) -> dict[str, Any]:
             "command": record["command"], "classification": record["classification"],
             "status": record["status"], "exit_code": record["exit_code"],
             "duration_ms": record["duration_ms"], "error": record["error"],
-            "actor": record["actor"]}
+            "action": record["action"], "actor": record["actor"]}
 
 
 def collect(store: Any, inv: Any, cursor: Cursor) -> list[dict[str, Any]]:

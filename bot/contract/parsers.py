@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bot.contract.flags import add_contract, add_json, positive_int
+from bot.contract.flags import add_contract, add_json, add_verbose, positive_int
+
+__all__ = ["HANDLERS", "add_commands", "add_json"]
 
 HANDLERS: dict[tuple[str, ...], str] = {
     ("status",): "status:status",
@@ -77,6 +79,7 @@ def add_audit_show(audit_cmds: Any) -> None:
 def add_session_list_flags(listing: argparse.ArgumentParser) -> None:
     add_json(listing, "the list")
     add_contract_fields_only(listing)
+    add_verbose(listing)
     listing.add_argument("--status", metavar="S[,S]",
                          help="only these states (queued, running, awaiting_approval, "
                          "awaiting_user, completed, cancelled, failed)")

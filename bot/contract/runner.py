@@ -28,7 +28,11 @@ JSON_FLAGS = ("--json", "--jsonl")
 
 
 def wants_json(argv: Sequence[str]) -> bool:
-    return any(a in JSON_FLAGS for a in argv)
+    """``--json`` or ``--jsonl`` among Ghost's own options (not after ``--``, where a
+    command line for the lab or the gate begins)."""
+    args = list(argv)
+    own = args[:args.index("--")] if "--" in args else args
+    return any(a in JSON_FLAGS for a in own)
 
 
 def print_error(info: ErrorInfo, *, session_id: str | None = None,

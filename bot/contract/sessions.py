@@ -28,7 +28,8 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
         raise ContractError(Code.INVALID_ARGUMENT, f"--since {text!r} is neither a date nor "
                             "an age.", "Use e.g. --since 2026-11-25, --since "
                             "2026-11-25T09:00:00Z or --since 2h.") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    # in UTC: SQLite stores the times as UTC text and compares them as text
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def parse_statuses(text: str | None) -> list[str] | None:
@@ -56,8 +57,8 @@ def list_sessions(args: argparse.Namespace) -> int:
     since = parse_since(args.since)
     rows = investigations(build_store(), statuses=statuses, since=since, limit=args.limit)
     if args.json:
-        emit({"count": len(rows), "sessions": [session_doc(r, verbose=bool(fields))
-                                               for r in rows]},
+        verbose = bool(fields) or bool(getattr(args, "verbose", False))
+        emit({"count": len(rows), "sessions": [session_doc(r, verbose=verbose) for r in rows]},
              fields=fields, items_key="sessions")
         return 0
     if not rows:

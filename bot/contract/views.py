@@ -3,7 +3,7 @@ an approval request with who may decide it. Compact by default; ``verbose`` adds
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +14,8 @@ from core.safety.approval import ApprovalPolicy
 CLI_PLATFORM = "cli"
 CLI_CHANNEL = "cli"
 FINISHED = ("completed", "cancelled", "failed")
-TASK_FIELDS = ("task_id", "intent", "state", "outcome", "target", "created_at", "updated_at")
+TASK_FIELDS = ("task_id", "intent", "state", "outcome", "target", "mode", "paired_task_id",
+               "error_detail")
 
 
 def when(value: datetime | str | None) -> str | None:
@@ -102,7 +103,7 @@ def worker_active(inv: Any, now: datetime) -> bool:
     return bool(inv.lease_owner and inv.lease_expires_at and inv.lease_expires_at > now)
 
 
-def resume_of(inv: Any, pending: list[Any], now: datetime) -> tuple[bool, str | None]:
+def resume_of(inv: Any, pending: Sequence[Any], now: datetime) -> tuple[bool, str | None]:
     """Whether a person or a script must act for it to go on, and the command that does."""
     sid, status = inv.session_id, inv.status
     chat = inv.platform in ("slack", "teams")
@@ -127,7 +128,7 @@ def _task(record: Mapping[str, Any], verbose: bool) -> dict[str, Any]:
     return dict(record) if verbose else {k: record.get(k) for k in TASK_FIELDS}
 
 
-def status_doc(inv: Any, *, approvals: list[Any], tasks: list[Mapping[str, Any]],
+def status_doc(inv: Any, *, approvals: Sequence[Any], tasks: Sequence[Mapping[str, Any]],
                policy: ApprovalPolicy, limit: int, verbose: bool,
                now: datetime | None = None) -> dict[str, Any]:
     """`ghost status SID --json`: where it stands and what would move it on."""

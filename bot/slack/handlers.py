@@ -3,15 +3,24 @@
 Every listener acknowledges before doing anything slow (Slack wants an answer within 3 s), and
 opens a modal right after the ack (a ``trigger_id`` is valid for 3 s, once). Failures are left to
 the app's one error handler (``bot/slack/app.py``).
+
+``/ghost investigate`` is the exception that proves the rule: its record (one INSERT) is written
+before the ack, so a crash right after the ack never loses it; the root message and the start
+are the worker's (``ChatRuntime.open_thread``). Requests in flight are counted
+(``ChatRuntime.in_flight``) so that a shutdown answers them before the process exits.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.webhook import WebhookClient
 
 from bot.chat.content import HELP, list_lines, status_line, status_view
 from bot.chat.decisions import Decider, DecisionRequest
@@ -20,8 +29,9 @@ from bot.chat.runtime import ChatRuntime, NotWaiting
 from bot.chat.steering import why_not_steer
 from bot.slack import blocks
 from bot.slack.port import SlackPort
-from core.errors import UnknownInvestigation
+from core.errors import GhostError, UnknownInvestigation
 
+log = logging.getLogger(__name__)
 PLATFORM = "slack"
 MENTION = re.compile(r"<@[A-Z0-9]+>")
 #: An @ghost instruction is queued while the investigation is in one of these.
@@ -36,8 +46,14 @@ class Handlers:
         self.decider = decider
         self.port = port
         self.store = runtime.store
+        runtime.root_refused = self.root_refused
+        try:  # the first slash command's record must not pay the schema check (~0.4 s)
+            self.store.db.ensure_ready()
+        except GhostError:  # reported, one line, by the first request that needs it
+            log.warning("the database is not ready yet", exc_info=True)
 
     def register(self, app: App) -> None:
+        app.middleware(self.count_in_flight)
         app.command("/ghost")(self.slash)
         app.action(blocks.APPROVE)(self.approve)
         app.action(blocks.DENY)(self.open_deny)
@@ -74,12 +90,12 @@ class Handlers:
                 ack(text="Tell me the symptom: `/ghost investigate web-01 cannot reach "
                          "redis on 6379`")
                 return
-            ack(text=f"🔎 Starting an investigation of: {rest[:200]}")
-            sid = self.runtime.start(platform=PLATFORM, channel=channel, user=user,
-                                     symptom=rest)
+            # recorded before the ack: a crash after it never loses the command
+            sid = self.runtime.accept(platform=PLATFORM, channel=channel, user=user,
+                                      symptom=rest, reply_to=body.get("response_url"))
+            ack(text=f"🔎 Starting an investigation of: {rest[:200]}\nIt is `{sid}`; its "
+                     "thread starts in this channel in a moment.")
             self.runtime.kick()
-            respond(text=f"Investigation `{sid}` is running in the thread Ghost just posted.",
-                    response_type="ephemeral")
         elif verb in ("cancel", "resume"):
             if not rest:
                 ack(text=f"Which one? `/ghost {verb} SID` (see `/ghost list`).")
@@ -99,6 +115,33 @@ class Handlers:
                 respond(text=str(exc), response_type="ephemeral")
         else:
             ack(text=f"I don't know `{verb}`.\n{HELP}")
+
+    def count_in_flight(self, next: Callable[[], None]) -> None:  # noqa: A002 - bolt's name
+        """Middleware: a shutdown waits (bounded) for the requests being answered."""
+        with self.runtime.in_flight:
+            next()
+
+    def root_refused(self, inv: Any, error: Exception) -> bool:
+        """The worker could not post a slash command's root for a reason waiting does not fix
+        (not invited, a bad token): tell the requester through the command's response URL,
+        which works where Ghost may not post. False for anything else (tried again later)."""
+        from bot.slack.app import SLACK_HINTS
+
+        code = str(error.response.get("error")) if isinstance(error, SlackApiError) else ""
+        hint = SLACK_HINTS.get(code)
+        if hint is None:
+            return False
+        text = "⚠️ " + hint
+        url = (inv.conversation_ref or {}).get("reply_to")
+        try:
+            if url:
+                WebhookClient(str(url), timeout=10).send(text=text, response_type="ephemeral")
+            else:
+                self.port.tell(str(inv.channel_ref), str(inv.requested_by), text)
+        except Exception:  # noqa: BLE001 - expired URL: the log has it, the row says why
+            log.warning("could not tell %s why %s did not start", inv.requested_by,
+                        inv.session_id, exc_info=True)
+        return True
 
     def _status_text(self, sid: str) -> str:
         """The status line plus each capture's task id, state and poll count."""

@@ -1,8 +1,11 @@
 """The Teams front end put together: settings checked, adapter, port, bot, aiohttp endpoint.
 
-``build_teams`` is what ``ghost serve`` and the tests use; tests pass botbuilder's
-``TestAdapter``. In production the adapter is ``CloudAdapter``, which validates the Bot Framework
-token of every request on ``/api/messages`` (a request without one gets 401). This module and
+``build_teams`` is what ``ghost serve`` and the tests use; most tests pass botbuilder's
+``TestAdapter``, ``tests/teams/test_real_endpoint.py`` the real one. In production the adapter is
+``GhostCloudAdapter`` — botbuilder's ``CloudAdapter`` with two fixes kept in this package: invoke
+responses that survive its ``process`` (card clicks answered 200, not 500), and Ghost's own check
+of the Bot Framework token (``auth.py``: every failure a 401 and one log line). Tokens for the
+connector and Graph come from the process's one ``BotIdentity`` (MSAL, cached). This module and
 the others in ``bot/teams/`` are the only ones that import botbuilder: moving to the Microsoft 365
 Agents SDK replaces this package and nothing else.
 """
@@ -86,14 +89,17 @@ class GhostCloudAdapter(CloudAdapter):  # type: ignore[misc]
     def _process_turn_results(self, context: TurnContext) -> Any:
         response = super()._process_turn_results(context)
         if response is not None and isinstance(getattr(response, "body", None), dict):
-            response.body = _Serialized(additional_properties=response.body)
+            response.body = _Serialized(response.body)
         return response
 
 
-class _Serialized(Model):  # type: ignore[misc]
+class _Serialized(Model):
     """A JSON object msrest writes out as it is (its keys are the model's extra properties)."""
 
     _attribute_map = {"additional_properties": {"key": "", "type": "{object}"}}
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(additional_properties=body)  # type: ignore[no-untyped-call]
 
 
 def cloud_adapter(settings: Settings, identity: BotIdentity,
@@ -167,10 +173,9 @@ async def _on_turn_error(context: TurnContext, error: Exception) -> None:
 def unfit_request(content_type: str, authorization: str) -> int | None:
     """The status for a request botbuilder would choke on before authenticating it, or None.
 
-    botbuilder's ``CloudAdapter`` answers 401 only for a missing or invalid-but-well-formed
-    token; a token that is not a JWT, or has no issuer, or a missing content type, raises
-    inside it (500 and a traceback in the log for every probe from the internet). Those are
-    refused here; every request that passes still gets botbuilder's full validation.
+    ``CloudAdapter.process`` raises (a 500 and a traceback) on a missing content type; a token
+    that is not a JWT or has no issuer cannot be one of the Bot Framework's. Those are refused
+    here; every request that passes still gets the full check (``auth.ChannelTokens``).
     """
     import jwt
 
@@ -221,4 +226,6 @@ def start_server(services: TeamsServices, host: str, port: int) -> web.AppRunner
 
 
 def stop_server(services: TeamsServices, runner: web.AppRunner) -> None:
+    """Stop taking requests, then let the posts queued by the last ones go out."""
     services.loop.run(runner.cleanup())
+    services.loop.run(services.bot.settle())

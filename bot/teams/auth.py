@@ -29,6 +29,7 @@ from botframework.connector.auth import (
     ConnectorFactory,
     UserTokenClient,
 )
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 from jwt.algorithms import RSAAlgorithm
 
 from bot.teams.identity import BOT_FRAMEWORK_SCOPE
@@ -118,6 +119,8 @@ class ChannelTokens:
             raise Refused(f"the signing key is not endorsed for channel {channel_id!r}")
         try:
             key = RSAAlgorithm.from_jwk(json.dumps(jwk))
+            if not isinstance(key, RSAPublicKey):
+                raise Refused("the Bot Framework's key is not an RSA public key")
             claims: dict[str, Any] = jwt.decode(
                 token, key, algorithms=["RS256"], audience=self.app_id, issuer=ISSUER,
                 leeway=SKEW_S, options={"require": ["exp", "iss", "aud"]})

@@ -1,8 +1,11 @@
 """The Teams bot: ``@Ghost`` commands and ``Action.Execute`` clicks, handed to the chat layer.
 
-Handlers run on the adapter's event loop and do blocking work (database, engine, proactive posts
-through the port) with ``asyncio.to_thread``. A click's invoke response is the card as the
-clicker should see it; everyone else's copy is updated through the port (``close_card``).
+Handlers run on the adapter's event loop and do blocking work (database, engine) with
+``asyncio.to_thread``. A request does only the durable part (record, decide, answer); the posts
+and card updates it causes are queued (``port.AFTER_RESPONSE``) and sent after the response, as
+in Slack, so a mention is answered in milliseconds and Teams never waits on the connector. A
+click's invoke response is the card as the clicker should see it; everyone else's copy is
+updated through the port (``close_card``) right after.
 Actors are Entra ID object ids (``aadObjectId``), which is what ``GHOST_TEAMS_APPROVERS`` lists.
 """
 
@@ -39,12 +42,14 @@ from bot.chat.runtime import ChatRuntime, NotWaiting
 from bot.chat.steering import why_not_steer
 from bot.chat.threads import begin_in_thread
 from bot.teams import cards
+from bot.teams.graph import REQUEST_TENANT
 from bot.teams.port import (
     AFTER_RESPONSE,
     CLICKED_IN,
     GROUP_CHECK_FAILED,
     NAME,
     REF,
+    TENANT,
     TeamsPort,
     later,
     names_for,
@@ -88,6 +93,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         Teams is queued (``AFTER_RESPONSE``) and sent once the response is on its way."""
         queue: list[Callable[[], object]] = []
         token = AFTER_RESPONSE.set(queue)
+        REQUEST_TENANT.set(team_of(turn_context.activity).get(TENANT))
         try:
             await super().on_turn(turn_context)
         finally:
@@ -208,13 +214,20 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         user, name = actor_of(activity)
         _, channel, _ = thread_reference(activity)
         CLICKED_IN.set((user, channel))  # copied into the worker thread below
-        if verb in cards.DECISION_VERBS:
-            content = await asyncio.to_thread(self._decision, verb, data, user, name)
-        elif verb in cards.PROMPT_VERBS:
-            content = await asyncio.to_thread(self._prompt_answer, verb, data, user, name)
-        else:
-            content = cards.notice_card("Ghost does not know this button. It may come from an "
-                                        "older version of the app; nothing was done.")
+        try:
+            if verb in cards.DECISION_VERBS:
+                content = await asyncio.to_thread(self._decision, verb, data, user, name)
+            elif verb in cards.PROMPT_VERBS:
+                content = await asyncio.to_thread(self._prompt_answer, verb, data, user, name)
+            else:
+                content = cards.notice_card("Ghost does not know this button. It may come from "
+                                            "an older version of the app; nothing was done.")
+        except GhostError as exc:  # the clicker sees why, not Teams' generic error
+            content = cards.notice_card(teams_words(str(exc)))
+        except Exception:  # noqa: BLE001 - log it, and still answer the click
+            log.exception("a Teams card click (%s) failed", verb)
+            content = cards.notice_card("Ghost hit an unexpected error handling that click. "
+                                        "Try again, and check the bot's log if it repeats.")
         return card_response(content)
 
     def _remember(self, session_id: str | None, user: str, name: str) -> None:

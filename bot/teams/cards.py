@@ -34,6 +34,8 @@ STATE_ICON = {"ACTIVE": "🔎", "CONFIRMED": "✅", "CONTRADICTED": "❌", "UNVE
               "DENIED_ONCE": "🚫", "DENIED_TWICE": "🚫"}
 #: One Teams message carries about 28 KB; the RCA is split into parts below this.
 RCA_PART_CHARS = 20_000
+#: The longest text of one element of the report's cards (a long paragraph becomes several).
+BLOCK_CHARS = 4_000
 
 
 def raw_name(user: str | None) -> str:
@@ -213,17 +215,51 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def table(lines: list[str]) -> Card:
-    """A Markdown pipe table as an Adaptive Card ``Table`` (schema 1.5): Teams messages do
-    not render pipe tables."""
+def tables(lines: list[str], limit: int = BLOCK_CHARS) -> list[Card]:
+    """A Markdown pipe table as Adaptive Card ``Table``s (schema 1.5) — Teams messages do not
+    render pipe tables. A long table is cut into several, each repeating the header row."""
     rows = [_cells(line) for line in lines
             if not re.fullmatch(r"\|?[\s:|-]+\|?", line.strip())]  # drop the |---| line
-    width = max((len(r) for r in rows), default=1)
-    return {"type": "Table", "firstRowAsHeader": True, "showGridLines": True,
-            "columns": [{"width": 1} for _ in range(width)],
-            "rows": [{"type": "TableRow", "cells": [
-                {"type": "TableCell", "items": [text_block(plain(clip(cell, 1000)))]}
-                for cell in row + [""] * (width - len(row))]} for row in rows]}
+    if not rows:
+        return []
+    width = max(len(r) for r in rows)
+    rows = [[clip(c, 1000) for c in r] + [""] * (width - len(r)) for r in rows]
+    header, size = rows[0], 0
+    groups: list[list[list[str]]] = [[]]
+    for row in rows[1:]:
+        n = sum(len(c) for c in row) + 40 * width
+        if groups[-1] and size + n > limit:
+            groups.append([])
+            size = 0
+        groups[-1].append(row)
+        size += n
+    return [{"type": "Table", "firstRowAsHeader": True, "showGridLines": True,
+             "columns": [{"width": 1} for _ in range(width)],
+             "rows": [{"type": "TableRow", "cells": [
+                 {"type": "TableCell", "items": [text_block(plain(cell))]} for cell in row]}
+                 for row in [header, *group]]} for group in groups]
+
+
+def _chunks(lines: list[str], limit: int = BLOCK_CHARS) -> list[str]:
+    """Lines joined into pieces under ``limit`` characters, cut at line ends (a longer line
+    is cut where it must): nothing of the report is dropped."""
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        while len(line) > limit:
+            pieces += ["\n".join(current)] if current else []
+            current, size = [], 0
+            pieces.append(line[:limit])
+            line = line[limit:]
+        if current and size + len(line) + 1 > limit:
+            pieces.append("\n".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += len(line) + 1
+    if current:
+        pieces.append("\n".join(current))
+    return pieces
 
 
 def report_elements(markdown: str) -> list[Card]:
@@ -237,13 +273,13 @@ def report_elements(markdown: str) -> list[Card]:
             j = i + 1
             while j < len(lines) and not lines[j].strip().startswith("```"):
                 j += 1
-            out.append(code_block("\n".join(lines[i + 1:j]), 8000))
+            out += [code_block(chunk, BLOCK_CHARS) for chunk in _chunks(lines[i + 1:j])]
             i = j + 1
         elif line.lstrip().startswith("|"):
             j = i
             while j < len(lines) and lines[j].lstrip().startswith("|"):
                 j += 1
-            out.append(table(lines[i:j]))
+            out += tables(lines[i:j])
             i = j
         elif line.startswith("#"):
             level = len(line) - len(line.lstrip("#"))
@@ -257,7 +293,7 @@ def report_elements(markdown: str) -> list[Card]:
             while (j < len(lines) and lines[j].strip() and not lines[j].startswith("#")
                    and not lines[j].lstrip().startswith(("|", "```"))):
                 j += 1
-            out.append(text_block(plain(clip("\n".join(lines[i:j]), 8000))))
+            out += [text_block(plain(chunk)) for chunk in _chunks(lines[i:j])]
             i = j
     return out
 
@@ -281,28 +317,6 @@ def report_cards(markdown: str, limit: int = RCA_PART_CHARS) -> list[Card]:
                     *body]
         out.append({**card(body), "version": "1.5"})
     return out
-
-
-def split_report(markdown: str, limit: int = RCA_PART_CHARS) -> list[str]:
-    """The report in parts under ``limit`` characters, cut at line ends where possible."""
-    parts: list[str] = []
-    current = ""
-    for line in markdown.splitlines(keepends=True):
-        while len(line) > limit:  # a single enormous line: cut it
-            if current:
-                parts.append(current)
-                current = ""
-            parts.append(line[:limit])
-            line = line[limit:]
-        if len(current) + len(line) > limit:
-            parts.append(current)
-            current = ""
-        current += line
-    if current.strip():
-        parts.append(current)
-    if len(parts) > 1:
-        parts = [f"(part {i}/{len(parts)})\n\n{p}" for i, p in enumerate(parts, 1)]
-    return parts
 
 
 def notice_card(text: str) -> Card:

@@ -14,6 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from bot.settings import Settings
 from bot.teams.identity import BotIdentity
@@ -30,6 +31,10 @@ HINTS = {
          "Graph cloud.",
     429: "Graph is throttling the bot; try the click again in a minute.",
 }
+
+
+#: The Entra ID tenant of the request being handled (set by the bot for each turn).
+REQUEST_TENANT: ContextVar[str | None] = ContextVar("ghost_teams_tenant", default=None)
 
 
 class GraphError(GhostError):
@@ -110,5 +115,6 @@ def graph_groups(settings: Settings, identity: BotIdentity) -> GraphGroups | Non
     if not settings.teams_approvers or not settings.teams_app_id:
         return None
     scope = settings.graph_url.rstrip("/") + "/.default"
-    tenant = settings.teams_app_tenant_id or "organizations"
-    return GraphGroups(settings.graph_url, lambda: identity.token(scope, tenant))
+    # a multi-tenant bot asks the tenant of the team the click came from
+    return GraphGroups(settings.graph_url, lambda: identity.token(
+        scope, settings.teams_app_tenant_id or REQUEST_TENANT.get() or "organizations"))

@@ -4,7 +4,10 @@ Every post goes through ``adapter.continue_conversation`` with the conversation 
 in the investigation's ``conversation_ref`` (key ``teams``), so a worker in any process, after any
 restart, posts into the right thread. Cards are updated with ``update_activity`` — for everyone,
 which an invoke response alone does not do. Each post or update is paced per conversation and
-retried when the Bot Framework connector answers 429 (:class:`Delivery`).
+retried when the Bot Framework connector answers 429 (:class:`Delivery`). While a request is
+being handled (``AFTER_RESPONSE`` set), posts and updates are queued and sent after its response.
+The RCA goes into the channel's files through Graph when the app may (``files.py``), else as a
+summary card and the report as cards.
 """
 
 from __future__ import annotations
@@ -332,8 +335,10 @@ class TeamsPort:
         if later(partial(self.post_text, thread, text, notice=notice)):
             return
         inv = self._inv(thread.session_id)
-        # a notice is Ghost's own words (with Teams' command syntax), not the model's reasoning
-        text = teams_words(text) if notice else "🧠 " + text
+        # a notice is Ghost's own words (with Teams' command syntax, people by display name),
+        # not the model's reasoning
+        text = (cards.with_names(teams_words(text), names_for(inv.conversation_ref)) if notice
+                else "🧠 " + text)
         self._send(inv, [text_activity(cards.plain(cards.clip(text.strip(), 20_000)))])
 
     def post_command(self, thread: Thread, line: CommandLine) -> None:
@@ -393,7 +398,8 @@ class TeamsPort:
             else:
                 self._send(inv, [card_activity(cards.rca_card(summary, 0, filename)),
                                  Activity(type=ActivityTypes.message,
-                                          text=f"The full report: {uploaded.name}",
+                                          text=f"The full report: [{uploaded.name}]"
+                                               f"({uploaded.url})",
                                           attachments=[Attachment(**uploaded.attachment())])])
                 return uploaded.url
         parts = cards.report_cards(markdown)

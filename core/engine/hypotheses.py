@@ -181,8 +181,8 @@ def apply_text(state: dict[str, Any], text: str, now: str,
     _refresh_active(state)
 
 
-def apply_completion(state: dict[str, Any], completion: Mapping[str, Any], now: str,
-                     known_audit_ids: Collection[str] | None = None) -> list[str]:
+def apply_completion(state: dict[str, Any], completion: Mapping[str, Any],
+                     now: str) -> list[str]:
     """Apply ``complete_investigation``'s lists to the log, so that the RCA's summary, table
     and unverifiable section say the same thing. Returns a note per listed id that could not
     be applied (a hypothesis already in another terminal state keeps it)."""

@@ -39,6 +39,10 @@ class BrainUnavailable(GhostError):
     """Gemini could not answer after retries; the investigation is saved and can resume."""
 
 
+class CorruptedState(GhostError):
+    """The stored session document cannot be read; nothing is run on a guess."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """Why ``advance`` stopped."""
@@ -143,6 +147,11 @@ class Engine:
         """Run until a human is needed or the investigation is finished."""
         while True:
             inv = self.store.get_investigation(session_id)
+            broken = getattr(inv, "corrupted", None)
+            if broken:
+                raise CorruptedState(
+                    f"Investigation {session_id}: its saved state is corrupted ({broken}).",
+                    f"Run `ghost investigate --resume {session_id}` and choose Fresh.")
             state = dict(inv.state)
             engine = self._engine(inv)
             phase = engine["phase"]
@@ -237,9 +246,8 @@ class Engine:
             # the final word: its lists resolve the log before the RCA is written; the calls
             # after it in the same turn are dropped (ghost-design §4: GOTO RCA_GENERATION)
             engine["completion"] = args
-            engine["completion_notes"] = hyp.apply_completion(
-                state, args, iso_utc(self.clock()),
-                command_audit_ids(self.store.audit_records(sid)))
+            engine["completion_notes"] = hyp.apply_completion(state, args,
+                                                              iso_utc(self.clock()))
             engine["dropped_calls"] = [c["name"] for c in calls[index + 1:]]
             engine["pending"] = None
             engine["phase"] = "rca"
@@ -272,7 +280,10 @@ class Engine:
         meta = self._meta_for(state, name, args, result)
         if name in ORCHESTRATOR_TOOLS:
             track_tasks(state, result)
-        self.notifier.tool_result(sid, name, args, result | ({"_meta": meta} if meta else {}))
+        shown = result | ({"_meta": meta} if meta else {})
+        if name == "run_shell_cmd" and result.get("audit_id"):
+            shown |= meaning_of(self.store.audit_records(sid), str(result["audit_id"]))
+        self.notifier.tool_result(sid, name, args, shown)
         pending["responses"].append(stored_response(name, call.get("id"), result, meta))
         pending["waiting"] = None
         self._save(sid, state, engine, status="running")
@@ -416,6 +427,15 @@ def command_audit_ids(records: list[dict[str, Any]]) -> set[str]:
     """The audit ids a hypothesis may cite: outcomes of commands and Azure calls that exist."""
     return {str(r["audit_id"]) for r in records
             if r.get("kind") == "command" and r.get("audit_id")}
+
+
+def meaning_of(records: list[dict[str, Any]], audit_id: str) -> dict[str, Any]:
+    """``{"meaning": …}`` recorded beside a command's exit code (DNS NXDOMAIN, HTTP 503…)."""
+    for record in reversed(records):
+        if record.get("audit_id") == audit_id:
+            said = (record.get("details") or {}).get("meaning")
+            return {"meaning": said} if said else {}
+    return {}
 
 
 #: task states after which nothing runs on Azure for a task any more

@@ -38,7 +38,7 @@ _HTTP_STATUS = re.compile(r"^(?:< )?HTTP/[\d.]+\s+(\d{3})\b", re.MULTILINE)
 _BARE_STATUS = re.compile(r"(?:^|\n)(\d{3})\s*$")
 _ACCESS_JSON = re.compile(r'"access"\s*:\s*"(Allow|Deny)"', re.IGNORECASE)
 _RULE_JSON = re.compile(r'"ruleName"\s*:\s*"([^"]*)"')
-_ACCESS_WORD = re.compile(r"^\s*(Allow|Deny)\b\s*(\S*)", re.MULTILINE)
+_ACCESS_WORD = re.compile(r"^[ \t]*(Allow|Deny)\b[ \t]*(\S*)", re.MULTILINE)
 
 #: curl's exit codes for the failures an engineer meets most (man curl, "EXIT CODES")
 CURL_EXIT = {
@@ -168,7 +168,7 @@ def meaning(command: str, exit_code: int | None, output: str,
         return None
     try:
         return reader(argv, exit_code, output or "", stderr or "")
-    except (ValueError, IndexError):  # odd output never breaks the audit
+    except Exception:  # noqa: BLE001 - odd output never costs a command its audit record
         return None
 
 

@@ -51,6 +51,8 @@ class CommandEvidence:
     meaning: str | None = None
     #: an Azure SDK call Ghost made, audited as its az equivalent (no process ran)
     via_sdk: bool = False
+    #: a step Ghost did itself (deleting a local file), audited as its shell equivalent
+    via_ghost: bool = False
 
     @property
     def risky_approved(self) -> bool:
@@ -165,6 +167,7 @@ def classify_audit(records: Sequence[Mapping[str, Any]]) -> AuditEvidence:
             denial_reason=_text(record.get("denial_reason")),
             meaning=_text(_details(record).get("meaning")),
             via_sdk=_details(record).get("via") == "sdk",
+            via_ghost=_details(record).get("via") == "ghost",
         )
         commands.append(ev)
         if probe_fail is None and _is_failed_probe(ev):

@@ -191,7 +191,8 @@ def commands(audit: AuditEvidence) -> Lines:
     else:
         rows = [[cell(ev.audit_id), f"[{ev.evidence_context}]",
                  code_cell(ev.command) + (" (az equivalent of an SDK call)" if ev.via_sdk
-                                          else ""),
+                                          else " (done by Ghost itself; shell equivalent)"
+                                          if ev.via_ghost else ""),
                  cell(ev.classification), cell(_action_text(ev)),
                  "n/a (SDK)" if ev.via_sdk and ev.outcome in (COMPLETED, FAILED)
                  else cell(ev.exit_code),

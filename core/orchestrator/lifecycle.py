@@ -88,6 +88,9 @@ class Lifecycle:
             if call is None:  # every non-analysis step is a backend call
                 raise AssertionError(f"step {step} has no call")
             environment = "local" if command.startswith("rm ") else "azure"
+            reasoning += (" (Ghost deletes this file itself; `rm` is its shell equivalent.)"
+                          if environment == "local" else " (Ghost makes this call through the "
+                          "Azure SDK; the command is its az equivalent.)")
             response = self.shell.execute_call(command, reasoning, call,
                                                environment=environment)
         return self._after(task, step, index, command, response)

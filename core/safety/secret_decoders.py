@@ -86,6 +86,7 @@ def redact_decoders(text: str, lower: str, counts: Counter[str]) -> str:
     if "smtp: " in lower:
         text = _SMTP_B64_RE.sub(lambda m: _replace_group(m, counts)
                                 if _base64_secret(m.group("s")) else m.group(0), text)
-    if (' c="' in lower) or (" c=" in lower and "request" in lower):
+    if (' c="' in lower) or (" c=" in lower and any(
+            pdu in lower for pdu in ("get", "set", "trap", "inform", "report"))):
         text = _SNMP_RE.sub(lambda m: _replace_group(m, counts), text)
     return text

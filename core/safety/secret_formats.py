@@ -61,8 +61,8 @@ FORMAT_PATTERNS: Final[tuple[TokenPattern, ...]] = (
         r"(?<![A-Za-z0-9+/])MII[A-Za-z0-9+/]{3}IBAzCC[A-Za-z0-9+/]{0,200000}={0,2}")),
     TokenPattern("private_key", ("private key", "preshared key", "private-key", "preshared-key",
                                  "privatekey", "presharedkey"), re.compile(
-        r"(?i)(?<![A-Za-z0-9])(?:private|preshared)[ _-]?key[ \t]{0,5}[:=][ \t]{0,5}"
-        r"(?P<s>[A-Za-z0-9+/]{42,43}=)(?![A-Za-z0-9+/=])")),
+        r"(?i)(?<![A-Za-z0-9])(?:private|preshared)[ _-]?key(?:[ \t]{0,5}[:=][ \t]{0,5}|[ \t]{1,5})"
+        r"[\"']?(?P<s>[A-Za-z0-9+/]{42,43}=)(?![A-Za-z0-9+/=])")),
     TokenPattern("docker_config", ("eyjhdxrocyi6",), re.compile(
         r"eyJhdXRocyI6[A-Za-z0-9+/]{8,200000}={0,2}")),
     TokenPattern("xfrm_key", ("0x",), re.compile(

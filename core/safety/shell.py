@@ -437,8 +437,9 @@ class SafeExecShell:
             "environment": environment,
             "details": {"approval_id": approval_id} if approval_id else None,
         }
-        if call is not None:  # an Azure SDK call: the command is its az equivalent
-            base["details"] = {**(base["details"] or {}), "via": "sdk"}
+        if call is not None:  # no process runs: the command is the call's shell equivalent
+            via = "sdk" if environment == "azure" else "ghost"  # Azure SDK, or Ghost itself
+            base["details"] = {**(base["details"] or {}), "via": via}
         started_at = self.clock()
         started = self.audit.append_audit(self.session_id, {
             **base, "kind": "command_started", "status": "executing",
@@ -466,7 +467,7 @@ class SafeExecShell:
             "started_at": started["started_at"], "finished_at": self.clock().isoformat(),
             "duration_ms": int(result.duration_s * 1000), "output_metadata": metadata,
             "ref_audit_id": started["audit_id"],
-            "details": _with_meaning(base["details"], command, result, err.text, call),
+            "details": _with_meaning(base["details"], command, result, err.text),
         })
         return response_from_record(record)
 
@@ -580,9 +581,11 @@ def _approval_fields(approval: ApprovalRecord) -> dict[str, Any]:
     }
 
 
-def _with_meaning(details: dict[str, Any] | None, command: str, result: Outcome, err: str,
-                  call: CallFn | None) -> dict[str, Any] | None:
+def _with_meaning(details: dict[str, Any] | None, command: str, result: Outcome,
+                  err: str) -> dict[str, Any] | None:
     """What the answer meant (DNS rcode, packet loss, HTTP status…), beside the exit code."""
-    said = (sdk_meaning(result.exit_code, err) if call is not None
-            else meaning(command, result.exit_code, result.stdout, result.stderr))
+    via = (details or {}).get("via")
+    said = (sdk_meaning(result.exit_code, err) if via == "sdk"
+            else None if via else meaning(command, result.exit_code, result.stdout,
+                                          result.stderr))
     return {**(details or {}), "meaning": redact(said)} if said else details

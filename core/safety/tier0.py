@@ -20,6 +20,7 @@ from core.safety.tier0_classes import (
     PRIVILEGE_PROGRAMS,
     assembled,
     built_program,
+    program_view,
     credential_path,
     exploit_payload,
     identity_endpoint,
@@ -48,6 +49,8 @@ _DNS_ICMP: Final = frozenset({
 #: address in their filters (`ss -tn dst 168.63.129.16`, `ip route get 169.254.169.254`) sends
 #: nothing to it.
 _ROUTE_SOCKET_READERS: Final = frozenset({"ss", "ip", "netstat", "tcpdump", "conntrack"})
+_COMMAND_KEY_NEEDLES: Final = ("command", "rsh", "pager", "editor", "fsmonitor", "askpass",
+                                "gitproxy")
 #: Words that would make a reader talk to the address or run something else.
 _TALKERS: Final = frozenset({"exec", "-exec", "curl", "wget", "nc", "ncat", "netcat", "socat",
                              "telnet", "openssl", "http", "https", "xh", "python", "python3",
@@ -338,8 +341,10 @@ def tier0(command: str) -> Verdict | None:
     if found is not None:
         return found
     # a command line hidden in an option value (ProxyCommand=, core.sshCommand=) is a command
-    split = COMMAND_KEYS_RE.sub("; ", norm[:_SEGMENT_SCAN_CHARS])
-    segments = tolerant_segments(split)
+    head = norm[:_SEGMENT_SCAN_CHARS]
+    if any(key in head for key in _COMMAND_KEY_NEEDLES):
+        head = COMMAND_KEYS_RE.sub("; ", head)
+    segments = tolerant_segments(head)
     words_all = [w for words in segments for w in words]
     if reverse_shell_script(compact) and any(
             is_shell(_basename(w)) or _basename(w) in ("awk", "gawk", "mawk", "nawk")
@@ -349,6 +354,14 @@ def tier0(command: str) -> Verdict | None:
         if ("/" in word or "~" in word) and credential_path(word):
             return make_verdict("T0.credential_store", "Refused: the command names a local "
                                 f"credential store ({word[:60]!r} in some spelling).")
+    built = [] if not any(c in command for c in "*?[$`") else tolerant_segments(
+        normalize_hostile(program_view(command)))
+    for words in built:
+        raw = _first_word(words)
+        if raw and built_program(raw):
+            return _never("T0.assembled_command", f"the program {raw[:40]!r} is built at run "
+                          "time (a glob, expansion or substitution), so what runs is not what "
+                          "was approved")
     budget = [_MAX_CHECKS]
     for words in segments:
         found = _segment(words, budget)
@@ -358,18 +371,22 @@ def tier0(command: str) -> Verdict | None:
 
 
 def _reads_routes_only(words: list[str]) -> bool:
-    """`ss -tn dst 168.63.129.16`, `ip route get 169.254.169.254`: looks, sends nothing."""
-    return _first_program(words) in _ROUTE_SOCKET_READERS and not any(
+    """`ss -tn dst 168.63.129.16`, `ip route get 169.254.169.254`: looks, sends nothing.
+
+    `az` asks Azure Resource Manager about the address (`show-next-hop --dest-ip
+    168.63.129.16`); only `az rest` or a URL would send a request to it.
+    """
+    program = _first_program(words)
+    if program == "az":
+        return "rest" not in words and not any("://" in w or "/" in w for w in words
+                                               if word_hits_wireserver(w)
+                                               or word_hits_metadata(w))
+    return program in _ROUTE_SOCKET_READERS and not any(
         _basename(w) in _TALKERS or _basename(w) in WRAPPERS for w in words)
 
 
 def _segment(words: list[str], budget: list[int]) -> Verdict | None:
-    raw = _first_word(words)
-    program = _basename(raw)
-    if raw and built_program(raw):
-        return _never("T0.assembled_command", f"the program {raw[:40]!r} is built at run "
-                      "time (a glob, expansion or substitution), so what runs is not what "
-                      "was approved")
+    program = _first_program(words)
     metadata = next((w for w in words if word_hits_metadata(w)), None)
     wireserver = any(word_hits_wireserver(w) for w in words)
     reader = (metadata is not None or wireserver) and _reads_routes_only(words)

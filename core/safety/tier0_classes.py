@@ -203,6 +203,14 @@ def assembled(command: str) -> str | None:
     return None
 
 
+def program_view(command: str) -> str:
+    """The command as a shell would see its program names: single-quoted text and escaped
+    characters masked, pattern characters inside double quotes masked (they are literal
+    there, while `$` and backticks still expand)."""
+    masked = _mask_quotes(command[:_ASSEMBLE_SCAN])
+    return re.sub(r'"[^"]{0,4096}"', lambda m: re.sub(r"[*?\[\]]", "Q", m.group(0)), masked)
+
+
 def built_program(word: str) -> bool:
     """A program-position word that a shell would build (glob, expansion, substitution)."""
     if word in ("[", "[[", "]]"):

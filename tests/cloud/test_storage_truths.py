@@ -131,6 +131,9 @@ def test_the_auth_mode_shown_and_audited_is_the_one_used(
     started = orch.orchestrate(request)
     assert any("'login' was asked for" in w and "'key'" in w
                for w in started.get("warnings") or []), started
-    commands = [r["command"] for r in store.audit_records(sid) if r["kind"] == "command"]
-    storage = [c for c in commands if c.startswith("az storage")]
+    records = [r for r in store.audit_records(sid) if r["kind"] == "command"]
+    storage = [r["command"] for r in records if r["command"].startswith("az storage")]
     assert storage and all("--auth-mode key" in c for c in storage), storage
+    # and each says what it is: an SDK call shown as its az equivalent
+    assert all(r["details"]["via"] == "sdk" and "through the Azure SDK" in r["reasoning"]
+               for r in records if r["command"].startswith("az "))

@@ -219,3 +219,46 @@ def test_tasks_of_live_investigations_are_not_orphans(store: Any, tmp_path: Path
     store.release_lease(term, "terminal:host:1")
     assert session_is_live(store, term) is False
     assert session_is_live(store, "ghost_19990101_000000") is False
+
+
+def test_a_terminal_run_keeps_its_lease_alive_while_it_lives(store: Any) -> None:
+    """The lease outlives its own length while the process renews it, and is handed back at
+    the end; a second run of the same session is refused meanwhile."""
+    from bot.bootstrap import session_is_live
+    from bot.terminal import TerminalLease
+
+    sid = store.create_investigation(symptom="c", model="m", audit_dir="a",
+                                     status="running").session_id
+    lease = TerminalLease(store, sid, seconds=3, owner="terminal:test:1")
+    assert lease.acquire()
+    try:
+        assert not TerminalLease(store, sid, seconds=3, owner="terminal:test:2").acquire()
+        time.sleep(4.5)  # longer than the lease: only the renewals keep it
+        assert session_is_live(store, sid) is True
+    finally:
+        lease.release()
+    assert session_is_live(store, sid) is False
+    assert store.get_investigation(sid).lease_owner is None
+
+
+def test_a_lease_left_by_a_killed_run_on_this_host_is_taken_over_at_once(store: Any) -> None:
+    """Resuming right after a kill -9 does not wait for the dead run's lease to lapse; a
+    holder that is alive (or on another host) still keeps it."""
+    import socket
+
+    from bot.terminal import TerminalLease
+
+    sid = store.create_investigation(symptom="c", model="m", audit_dir="a",
+                                     status="running").session_id
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = socket.gethostname()
+    assert store.take_lease(sid, f"terminal:{host}:{dead.pid}", lease_seconds=600)
+    lease = TerminalLease(store, sid, seconds=60, owner="terminal:test:new")
+    assert lease.acquire()
+    lease.release()
+    assert store.take_lease(sid, f"terminal:{host}:{os.getpid()}", lease_seconds=600)
+    assert not TerminalLease(store, sid, seconds=60, owner="terminal:test:2").acquire()
+    store.release_lease(sid, f"terminal:{host}:{os.getpid()}")
+    assert store.take_lease(sid, "terminal:other-host:1", lease_seconds=600)
+    assert not TerminalLease(store, sid, seconds=60, owner="terminal:test:3").acquire()

@@ -185,3 +185,27 @@ def test_nxdomain_and_http_503_are_recorded_and_shown_not_as_success(
     assert "ran: DNS NXDOMAIN" in rows[dig["audit_id"]]
     assert "ran: HTTP 503" in rows[curl["audit_id"]]
     assert "succeeded" not in rows[dig["audit_id"]] + rows[curl["audit_id"]]
+
+
+def test_the_console_line_shows_the_meaning(store: Store, tmp_path: Path,
+                                            fake_dig: None) -> None:
+    """The engineer at the terminal reads "DNS NXDOMAIN", not only "auto-approved"."""
+    import io
+
+    from bot.terminal import TerminalNotifier
+    from tests.engine.fakes import FakeBrain, call, reply
+    from tests.engine.test_loop import Rig
+
+    brain = FakeBrain(reply(call("run_shell_cmd", command="dig redis.internal",
+                                 reasoning="resolve")),
+                      reply(call("complete_investigation", confidence="low",
+                                 root_cause_summary="x")))
+    rig = Rig(store, tmp_path, brain)
+    out = io.StringIO()
+    rig.engine.notifier = TerminalNotifier(out)
+    sid = rig.start()
+    rig.engine.advance(sid)
+    line = next(x for x in out.getvalue().splitlines() if x.startswith("[Shell]"))
+    assert "dig redis.internal → DNS NXDOMAIN" in line and f"[{sid}_002]" in line
+    [seen] = brain.function_responses(1)
+    assert seen["response"]["meaning"] == "DNS NXDOMAIN"  # the model reads it too

@@ -174,3 +174,15 @@ def test_active_task_ids_and_resumed_from_are_written(store: Store, tmp_path: Pa
     rig.engine.instruct(sid, "clean up")
     rig.engine.advance(sid)
     assert store.get_investigation(sid).state["active_task_ids"] == []
+
+
+def test_the_engine_refuses_to_run_a_corrupted_state(store: Store, tmp_path: Path) -> None:
+    """A chat worker that claims a corrupted investigation gets one clear error, not a
+    KeyError from deep inside the loop."""
+    from core.engine.loop import CorruptedState
+
+    rig = Rig(store, tmp_path, FakeBrain())
+    sid = rig.start()
+    _corrupt(store, sid, "[1, 2, 3]")
+    with pytest.raises(CorruptedState, match="saved state is corrupted"):
+        rig.engine.advance(sid)

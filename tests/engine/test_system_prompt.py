@@ -11,6 +11,7 @@ from core.engine.prompt import SECTION_TITLES, build_system_prompt
 from core.engine.tools import TOOL_NAMES
 from tests.fakes.gemini_server import FakeGemini, text_turn
 
+
 def _section_start(prompt: str, title: str) -> int:
     """Where the section begins (a title may also be mentioned inside another section)."""
     match = re.search(rf"^{re.escape(title)}\b", prompt, re.MULTILINE)

@@ -16,7 +16,7 @@ from forensics.compare import compare_captures
 from forensics.engine import analyze_capture
 from forensics.semantic import build_semantic
 from forensics.wording import duration_ms, duration_ns, plural
-from lab.packets import ethernet, ip4, ipv4_packet, tcp_segment
+from lab.packets import ethernet, ip4, ipv4_packet, tcp_segment, udp_datagram
 from lab.pcap import PcapWriter
 
 
@@ -155,3 +155,83 @@ def test_every_finding_id_is_documented() -> None:
             "tcp_retransmissions", "two_ended_comparison"} <= ids
     doc = (repo / "docs" / "forensics.md").read_text()
     assert not {i for i in ids if f"| `{i}` |" not in doc}
+
+
+def _pair(tmp: Path, skew_ns: int, same_packets: bool, delay_ns: int) -> tuple[Path, Path]:
+    """A short exchange captured at both ends; B's clock ``skew_ns`` ahead of A's."""
+    wa, wb = PcapWriter(), PcapWriter()
+    t = 1_700_000_000_000_000_000
+    a, b = ip4("10.0.0.1"), ip4("10.0.0.2")
+    for i in range(6):
+        frm = i % 2
+        seg = tcp_segment(40000 if frm == 0 else 443, 443 if frm == 0 else 40000, 1000 + i,
+                          5000 + i, 0x18, 1000, b"x" * 10)
+        src, dst = (a, b) if frm == 0 else (b, a)
+        pa = ipv4_packet(src, dst, 6, seg, ident=100 + i)
+        pb = ipv4_packet(src, dst, 6, seg, ident=(100 + i) if same_packets else 900 + i)
+        t += 10_000_000
+        sent_b = frm == 1
+        wa.add(t + (delay_ns if sent_b else 0), ethernet(pa))
+        wb.add(t + skew_ns + (0 if sent_b else delay_ns), ethernet(pb))
+    # A also talks to a third host: 10.0.0.1 is then the one address in every packet of A
+    wa.add(t + 1, ethernet(ipv4_packet(a, ip4("10.0.0.3"), 17, udp_datagram(5000, 53, b"q"))))
+    pa_path, pb_path = tmp / "a.pcap", tmp / "b.pcap"
+    wa.write(str(pa_path))
+    wb.write(str(pb_path))
+    return pa_path, pb_path
+
+
+def test_compare_sanity_reasons(tmp_path: Path) -> None:
+    ok = compare_captures(*map(str, _pair(tmp_path, 2_000_000_000, True, 5_000_000)))
+    assert ok["status"] == "ok" and abs(ok["clock_offset_ms"] - 2000) < 0.01
+    assert ok["one_way_delay_ms"]["a_to_b_min"] == 5.0 and ok["lost_a_to_b"] == 0
+    nomatch = compare_captures(*map(str, _pair(tmp_path, 0, False, 5_000_000)))
+    assert nomatch["status"] == "refused" and "no packet was seen at both ends" in \
+        nomatch["reason"]
+    a, _b = _pair(tmp_path, 0, True, 5_000_000)
+    shifted = tmp_path / "a_again.pcap"  # the same end, its clock 3 ms off
+    w = PcapWriter()
+    for ts, frame in _records(a):
+        w.add(ts + 3_000_000, frame)
+    w.write(str(shifted))
+    twice = compare_captures(str(a), str(shifted))
+    assert twice["status"] == "refused" and "captured twice" in twice["reason"]
+
+
+def _records(path: Path) -> list[tuple[int, bytes]]:
+    from forensics.reader import open_capture
+
+    return [(ts, bytes(buf[off:off + caplen])) for buf, off, caplen, _w, ts, _lt
+            in open_capture(str(path))[1]]
+
+
+def test_dns_query_at_the_capture_end_is_not_unanswered(tmp_path: Path) -> None:
+    c, s = ip4("10.0.0.4"), ip4("10.0.0.53")
+    q = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\x02db\x00\x00\x01\x00\x01"
+    w = PcapWriter()
+    t = 1_700_000_000_000_000_000
+    w.add(t, ethernet(ipv4_packet(c, s, 17, udp_datagram(5000, 53, q))))
+    w.add(t + 10_000_000, ethernet(ipv4_packet(c, s, 6, tcp_segment(4000, 80, 1, 0, 2, 100))))
+    w.write(str(tmp_path / "q.pcap"))
+    doc = doc_of(tmp_path / "q.pcap")
+    assert doc["dns"]["exchanges"]["at_capture_end"] == 1
+    assert "dns_unanswered" not in [f["id"] for f in doc["findings"]]
+
+
+@pytest.mark.parametrize(("tries", "first"), [(1, "port_scan"), (3, "tcp_syn_unanswered")])
+def test_sweep_or_blocked_client(tmp_path: Path, tries: int, first: str) -> None:
+    """25 hosts on 443, no answer: a sweep if each SYN is sent once, a blocked client if its
+    kernel retries them."""
+    w = PcapWriter()
+    t = 1_700_000_000_000_000_000
+    c = ip4("10.0.0.4")
+    for h in range(25):
+        for k in range(tries):
+            seg = tcp_segment(40000 + h, 443, 1000, 0, 0x02, 64240)
+            w.add(t + h * 1_000_000 + k * 1_000_000_000,
+                  ethernet(ipv4_packet(c, ip4(f"10.1.0.{h + 1}"), 6, seg)))
+    w.add(t + 10_000_000_000, ethernet(ipv4_packet(c, ip4("10.1.0.1"), 17,
+                                                    udp_datagram(5000, 53, b"x"))))
+    w.write(str(tmp_path / "s.pcap"))
+    top = doc_of(tmp_path / "s.pcap")["findings"][0]
+    assert top["id"] == first

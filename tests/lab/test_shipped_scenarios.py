@@ -3,7 +3,9 @@ reaching the scenario's truth through the gate when played end to end by `ghost 
 
 A replay does not re-plan, so these tests hold it to what the lab really answers: every command
 it runs is answered by the lab runner with exit 0, and its conclusion names the truth's
-resources and keywords and none of the red herrings.
+resources and keywords and none of the red herrings. Its resolutions cite evidence
+(``{{audit:N}}``), and the RCA of a demo run shows, for the confirmed hypothesis, a record whose
+output shows the fault (what issue 15's eval scores).
 """
 
 from __future__ import annotations
@@ -27,6 +29,16 @@ CATEGORIES = (
     "mtu_blackhole", "asymmetric_routing", "extension_missing", "healthy",
 )
 TASK_REF = re.compile(r"\{\{task:(\d+)\}\}")
+PATH_REF = re.compile(r"\{\{(?:report|summary):(\d+)\}\}")
+AUDIT_REF = re.compile(r"\{\{audit:(\d+|last)\}\}")
+ANY_REF = re.compile(r"\{\{(?:task|audit|report|summary):(?:\d+|last)\}\}")
+RESOLVED = ("CONFIRMED", "REFUTED")
+#: a hypothesis moved in the model's prose ("H1 CONFIRMED (…)"), as the engine reads it
+STATE_LINE = re.compile(r"\b[Hh](\d{1,3})\s*(?:is\s+|:\s*|-\s*)?(CONFIRMED|REFUTED)\b")
+#: the forensic finding that shows each capture-decided fault (forensics/findings_*.py ids)
+FAULT_FINDINGS = {"mtu_blackhole": "mtu_blackhole", "service_down": "tcp_connection_refused",
+                  "custom_dns_broken": "tcp_connection_refused", "nva_reset": "tcp_resets",
+                  "nva_loss": "two_ended_comparison"}
 SCENARIOS = shipped_scenarios()
 IDS = [p.stem for p in SCENARIOS]
 
@@ -108,7 +120,47 @@ def test_replay_task_references_follow_their_captures(path: Path) -> None:
             assert int(ref) < captures, f"{{{{task:{ref}}}}} before its capture_traffic"
             if call["name"] == "check_task":
                 checked.add(int(ref))
+        for ref in PATH_REF.findall(json.dumps(call["args"])):
+            assert int(ref) in checked, f"capture task {ref}'s report read before check_task"
     assert checked == set(range(captures)), "every capture is polled with check_task"
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=IDS)
+def test_every_resolution_cites_the_commands_that_decided_it(path: Path) -> None:
+    """A hypothesis moved to CONFIRMED or REFUTED carries ``evidence_audit_ids`` naming
+    run_shell_cmd results that exist by then, and the prose line that moves it (which the
+    engine reads first) cites the same records."""
+    _, turns = _replay(path)
+    answered = 0  # run_shell_cmd results in the history when a turn is generated
+    states: dict[str, str] = {}
+    for i, turn in enumerate(turns):
+        calls = [p["functionCall"] for p in turn["parts"] if "functionCall" in p]
+        before = dict(states)
+        moved: dict[str, list[str]] = {}
+        for call in calls:
+            for h in call["args"].get("hypotheses") or []:
+                if h["state"] in RESOLVED and states.get(h["id"]) != h["state"]:
+                    moved[h["id"]] = list(h.get("evidence_audit_ids") or [])
+                states[h["id"]] = h["state"]
+        for hid, cited in moved.items():
+            assert cited, f"turn {i}: {hid} {states[hid]} cites no evidence"
+            for ref in cited:
+                n = AUDIT_REF.fullmatch(ref)
+                assert n, f"turn {i}: {hid} cites {ref!r}, not a {{{{audit:N}}}} reference"
+                assert n.group(1) == "last" and answered or int(n.group(1)) < answered, \
+                    f"turn {i}: {hid} cites {ref} but only {answered} commands have answered"
+        text = "".join(p.get("text", "") for p in turn["parts"])
+        for line in text.splitlines():
+            for number, state in STATE_LINE.findall(line):
+                hid = f"h{number}"
+                if before.get(hid) != state:
+                    assert hid in moved and states[hid] == state, \
+                        f"turn {i}: the text moves {hid} to {state}, the hypotheses argument not"
+                    assert sorted(AUDIT_REF.findall(line)) == sorted(
+                        m.group(1) for r in moved[hid] if (m := AUDIT_REF.fullmatch(r))
+                    ), f"turn {i}: the line moving {hid} cites other records: {line!r}"
+        answered += sum(1 for c in calls if c["name"] == "run_shell_cmd")
+    assert any(s in RESOLVED for s in states.values())
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=IDS)
@@ -162,6 +214,8 @@ def test_every_replay_command_is_answered_by_the_lab(path: Path) -> None:
     scenario, turns = _replay(path)
     runner = LabRunner(scenario)
     for command in _commands(turns):
+        if ANY_REF.search(command):
+            continue  # names a file of this run (cat {{summary:0}}): checked end to end
         answer = runner.run(shlex.split(command))
         assert answer.exit_code == 0, f"{command}\n-> {answer.exit_code}: {answer.stderr}"
         assert "not modelled by the lab" not in answer.stderr
@@ -174,12 +228,11 @@ def test_every_replay_command_passes_the_gate(path: Path) -> None:
     _, turns = _replay(path)
     forbidden = []
     for command in _commands(turns):
+        if ANY_REF.search(command):
+            continue  # its verdict depends on this run's data directory: checked end to end
         verdict = classify(command)
         if verdict.classification == "FORBIDDEN":
             forbidden.append((command, verdict.rule))
-    if forbidden and all(rule == "T0.az_remote_exec" for _, rule in forbidden):
-        pytest.xfail("the gate refuses az vm run-command invoke (T0.az_remote_exec) while "
-                     "issue 12 expects it RISKY; the lead decides: " + forbidden[0][0])
     assert not forbidden
 
 
@@ -216,7 +269,10 @@ def test_demo_plays_the_replay_to_the_truth(path: Path, tmp_path: Path,
     commands = [r for r in records if r.get("kind") == "command"]
     ran = {str(r.get("command")) for r in commands}
     for command in _commands(turns):
-        assert any(command in c or c in command for c in ran), f"not audited: {command}"
+        pattern = re.compile(".+".join(re.escape(p) for p in ANY_REF.split(command)))
+        assert any(command in c or c in command or pattern.fullmatch(c) for c in ran), \
+            f"not audited: {command}"
+    _assert_cited_evidence(scenario, rca, records, settings.data_dir)
     expected_action = {"SAFE": {"auto_approved"}, "RISKY": {"user_approved"},
                        "FORBIDDEN": {"blocked"}}
     for r in commands:
@@ -232,14 +288,48 @@ def test_demo_plays_the_replay_to_the_truth(path: Path, tmp_path: Path,
                 "the capture was not analysed by the forensics engine"
             assert any(r.get("classification") == "RISKY" for r in commands), \
                 "creating the capture asked for an engineer's approval"
-            quoted = "through the Safe-Exec Shell" in rca
-            dual = any(" to " in str(c["args"].get("target")) for c in _calls(turns)
-                       if c["name"] == "capture_traffic")
-            if dual and not quoted:
-                pytest.xfail("the RCA cannot read a dual-end report: the orchestrator records "
-                             "{capture}_forensic_report.md, ghost-forensics --compare writes "
-                             "{a}_vs_{b}_forensic_report.md")
-            assert quoted, "the RCA quotes the forensic report's executive summary"
+            assert "through the Safe-Exec Shell" in rca, \
+                "the RCA quotes the forensic report's executive summary"
+
+
+def _hypothesis_rows(rca: str) -> dict[str, list[str]]:
+    """The RCA's Hypotheses Log: id -> [id, description, state, denials, resolving audit id]."""
+    section = rca.split("## Hypotheses Log", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in section.splitlines() if line.startswith("| h")]
+    return {row[0]: row for row in rows}
+
+
+def _assert_cited_evidence(scenario: Scenario, rca: str, records: list[dict[str, Any]],
+                           data_dir: Path) -> None:
+    """Every resolution in the RCA cites a record of this session, and what the confirmed
+    hypothesis cites shows the fault: a truth keyword or resource in its output, or for a
+    capture-decided fault the title of the forensic finding that names it."""
+    audit = {str(r["audit_id"]): r for r in records if r.get("kind") == "command"}
+    rows = _hypothesis_rows(rca)
+    resolved = {hid: row for hid, row in rows.items() if row[2] in RESOLVED}
+    assert resolved, "the RCA resolves hypotheses"
+    for hid, row in resolved.items():
+        cited = row[4]
+        assert cited in audit, f"{hid} {row[2]} cites {cited!r}, not a record of this session"
+    words = [*scenario.truth.keywords,
+             *(part for r in scenario.truth.resources for part in r.split("/"))]
+    finding = FAULT_FINDINGS.get(scenario.truth.category)
+    titles = [f.get("title", "") for p in (data_dir / "lab" / "captures").glob("*_semantic.json")
+              for f in json.loads(p.read_text(encoding="utf-8")).get("findings") or []
+              if f.get("id") == finding]
+    for hid, row in resolved.items():
+        if row[2] != "CONFIRMED":
+            continue
+        output = str(audit[row[4]].get("output") or "")
+        assert any(_names(output, w) for w in words), \
+            f"{hid} cites {row[4]} ({audit[row[4]].get('command')}), whose output does not " \
+            "show the fault"
+        if finding:
+            assert titles and any(t in output for t in titles), \
+                f"{hid} cites {row[4]}, which does not show the {finding} finding"
+    if scenario.truth.category != "healthy":
+        assert any(row[2] == "CONFIRMED" for row in resolved.values())
 
 
 def test_a_dual_end_capture_gives_the_replay_both_task_ids() -> None:

@@ -251,7 +251,11 @@ def test_not_invited_is_answered_through_the_response_url(slack: SlackHarness) -
     slack.fake.fail["chat.postMessage"] = "not_in_channel"
     slack.fake.fail["chat.postEphemeral"] = "not_in_channel"
     slack.slash("investigate web-01 cannot reach redis")
+    slack.worker.run_until_idle()  # the worker posts the root: refused, and says why
     said = slack.fake.called("response_url")[-1].args
     assert said == {"text": "⚠️ Ghost is not in this channel yet: `/invite @ghost`, then try "
                             "again.", "response_type": "ephemeral"}
-    assert not slack.store.list_investigations()
+    inv = slack.only_investigation()  # recorded at the ack; never started, never retried
+    assert inv.status == "failed" and inv.thread_ref is None
+    assert not slack.fake.called("chat.postMessage")[1:]
+    assert slack.worker.run_until_idle() == 0

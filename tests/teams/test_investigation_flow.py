@@ -121,3 +121,10 @@ def test_a_gemini_failure_says_what_to_do_in_teams_words(teams: TeamsHarness,
     # a refusal in the thread uses Teams' syntax too
     teams.mention(f"cancel {inv.session_id}")
     assert f"@Ghost resume {inv.session_id}" in teams.mention("try again").text
+
+
+def test_notices_name_people_by_display_name(teams: TeamsHarness, fake_gemini: Any) -> None:
+    fake_gemini.enqueue(complete())
+    inv = start(teams)
+    teams.services.port.post_text(inv, f"Capture stopped by {{user:{REQUESTER}}}.", notice=True)
+    assert teams.sent()[-1].text == "Capture stopped by Rea Quester."

@@ -19,7 +19,7 @@ import pytest
 
 from bot.teams import cards
 from tests.fakes.bot_connector import FakeConnector
-from tests.fakes.gemini_server import function_call_turn
+from tests.fakes.gemini_server import function_call_turn, text_turn
 from tests.fakes.graph import FakeGraphFiles
 from tests.fakes.json_server import LocalCA
 from tests.fakes.ms_login import FakeLogin, SigningKey
@@ -153,12 +153,15 @@ def test_clicks_answer_200_with_the_clickers_card(real: RealTeams, fake_gemini: 
         function_call_turn(shell("echo third-risky")),
         complete("NSG rule deny-6379 blocks Redis."),
     )
+    assert real.mention("help")[0] in (200, 201)        # the first request fetches the keys
+    real.settle()
+    before = len(real.connector.posted())
     status, took = real.mention("investigate web-01 cannot reach redis on 6379")
     assert status in (200, 201) and took < 0.3, took     # answered before any post
     real.settle()
     (inv,) = real.store.list_investigations()
     sid = inv.session_id
-    first = real.connector.posted()[0]
+    first = real.connector.posted()[before]
     assert first["conversation"]["id"] == f"{CHANNEL};messageid={ROOT}"
     assert "Ghost investigation" in json.dumps(first["attachments"][0]["content"])
 
@@ -209,6 +212,8 @@ def test_clicks_answer_200_with_the_clickers_card(real: RealTeams, fake_gemini: 
                        for x in a.get("attachments") or [])]
     (message,) = attached
     assert message["attachments"][0]["name"] == name
+    assert message["attachments"][0]["contentUrl"].endswith("/incidents/" + name)
+    assert message["attachments"][0]["content"]["fileType"] == "md"
     assert message["conversation"]["id"] == f"{CHANNEL};messageid={ROOT}"
     assert APPROVER not in real.graph.files[name].decode()   # named by display name
     assert "Ada Approver" in real.graph.files[name].decode()
@@ -216,6 +221,9 @@ def test_clicks_answer_200_with_the_clickers_card(real: RealTeams, fake_gemini: 
     # one token grant per credential (the connector's, Graph's) in the whole investigation
     scopes = [g["scope"] for g in real.login.token_grants]
     assert sorted(scopes) == sorted(set(scopes)) and len(scopes) == 2, scopes
+    discoveries = [r.path for r in real.login.server.requests
+                   if r.path.endswith("/v2.0/.well-known/openid-configuration")]
+    assert sorted(discoveries) == sorted(set(discoveries)), discoveries  # once per authority
     assert len(real.connector.tokens) > 10
     assert {t.removeprefix("Bearer ") for t in real.connector.tokens} <= real.login.issued
 
@@ -223,10 +231,20 @@ def test_clicks_answer_200_with_the_clickers_card(real: RealTeams, fake_gemini: 
 def test_rca_without_the_graph_permission_is_cards_without_pipe_tables(
         real: RealTeams, fake_gemini: Any) -> None:
     real.graph.allow = False
-    fake_gemini.enqueue(complete("NSG rule deny-6379 blocks Redis."))
+    fake_gemini.enqueue(text_turn("The path looks blocked. Shall I go on?"),
+                        complete("NSG rule deny-6379 blocks Redis."))
     status, _ = real.mention("investigate web-01 cannot reach redis on 6379")
     assert status in (200, 201)
     real.settle()
+    # the prompt's Continue button takes the same invoke path as the approval buttons
+    (inv,) = real.store.list_investigations()
+    prompt_id = str(inv.conversation_ref["teams_prompt_id"])
+    go_on = real.card(prompt_id)["actions"][0]["card"]["actions"][0]
+    shown = real.click(go_on["verb"], {**go_on["data"], "instruction": "check the NSG"},
+                       REQUESTER, prompt_id)
+    assert "Continued by Rea Quester" in json.dumps(shown) and "actions" not in shown
+    real.settle()
+    assert real.card(prompt_id) == shown
     (inv,) = real.store.list_investigations()
     assert inv.status == "completed" and not real.graph.files
     posted = [a for a in real.connector.posted() if a.get("attachments")]
@@ -284,3 +302,33 @@ def test_every_authentication_failure_is_a_401_and_one_log_line(
     assert status in (200, 201)
     real.settle()
     assert "@Ghost investigate" in real.connector.posted()[-1]["text"]
+
+
+def test_unknown_kids_refresh_the_keys_at_most_once_a_minute(tmp_path: Path) -> None:
+    """Forged kids cannot make Ghost hammer Microsoft; a rotation is picked up a minute on."""
+    import asyncio
+
+    import requests
+
+    from bot.teams.auth import Refused, SigningKeys
+
+    ca = LocalCA(tmp_path / "ca")
+    login = FakeLogin(ca, APP, SECRET).start()
+    session = requests.Session()
+    session.verify = str(ca.ca_pem)
+    session.trust_env = False
+    now = [0.0]
+    keys = SigningKeys(login.openid_url, session, clock=lambda: now[0])
+    try:
+        assert asyncio.run(keys.get("key-1")) is not None and login.key_fetches() == 1
+        for attempt in range(5):
+            assert asyncio.run(keys.get(f"forged-{attempt}")) is None
+        assert login.key_fetches() == 1
+        login.published.append(SigningKey("key-2"))
+        now[0] = 61.0
+        assert asyncio.run(keys.get("key-2")) is not None and login.key_fetches() == 2
+    finally:
+        login.stop()
+    unreachable = SigningKeys(login.openid_url, requests.Session())  # a new connection
+    with pytest.raises(Refused, match="could not be fetched"):
+        asyncio.run(unreachable.get("key-1"))

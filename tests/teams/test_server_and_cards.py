@@ -98,14 +98,32 @@ def test_managed_identity_needs_no_password(tmp_path: Path,
                              MicrosoftAppType="UserAssignedMSI", MicrosoftAppTenantId="t"))
 
 
-def test_the_report_is_split_at_line_ends_under_the_limit() -> None:
-    report = "".join(f"line {i} " + "x" * 80 + "\n" for i in range(1000))
-    parts = cards.split_report(report, limit=10_000)
-    assert len(parts) > 1 and all(len(p) <= 10_100 for p in parts)
-    assert parts[0].startswith(f"(part 1/{len(parts)})")
-    joined = "".join(p.split("\n\n", 1)[1] for p in parts)
-    assert joined == report
-    assert cards.split_report("short\n") == ["short\n"]
+def test_the_report_becomes_cards_with_tables_split_under_the_limit() -> None:
+    report = ("# RCA\n\nIntro line\nsecond line\n\n## Hypotheses Log\n\n"
+              "| ID | State |\n|---|:---:|\n| h1 | CONFIRMED |\n| h2 |\n\n"
+              "```\nss -tln\n```\n" + "".join(f"- finding {i} " + "x" * 80 + "\n"
+                                            for i in range(600)))
+    parts = cards.report_cards(report, limit=10_000)
+    assert len(parts) > 1 and all(len(json.dumps(p)) <= 10_000 + 2_000 for p in parts)
+    assert all(p["version"] == "1.5" for p in parts)
+    assert parts[0]["body"][0]["text"] == f"(part 1/{len(parts)})"
+    elements = [e for p in parts for e in p["body"][1:]]
+    assert elements[0]["text"] == "RCA" and elements[0]["weight"] == "Bolder"
+    assert elements[1]["text"] == "Intro line\nsecond line"
+    (table,) = [e for e in elements if e["type"] == "Table"]
+    rows = [[c["items"][0]["text"] for c in r["cells"]] for r in table["rows"]]
+    assert rows == [["ID", "State"], ["h1", "CONFIRMED"], ["h2", ""]]
+    assert any(e.get("fontType") == "Monospace" and e["text"] == "ss -tln" for e in elements)
+    assert "|" not in json.dumps(parts)
+    assert "finding 599" in json.dumps(parts[-1])
+    text = "".join(e.get("text", "") for e in elements)
+    assert all(f"finding {i} " in text for i in range(600))  # nothing dropped
+    assert len(cards.report_cards("short\n")) == 1
+    long_table = "| a | b |\n|---|---|\n" + "".join(f"| r{i} | {'y' * 100} |\n" for i in range(300))
+    split = cards.tables(long_table.splitlines())
+    assert len(split) > 1 and all(t["rows"][0]["cells"][0]["items"][0]["text"] == "a"
+                                  for t in split)
+    assert sum(len(t["rows"]) - 1 for t in split) == 300
 
 
 def _png_size(path: Path) -> tuple[int, int]:

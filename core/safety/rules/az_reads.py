@@ -73,7 +73,8 @@ network routeserver: list show
 network routeserver peering: list show list-learned-routes list-advertised-routes
 network traffic-manager profile: list show
 network traffic-manager endpoint: list show
-network watcher: list test-ip-flow show-next-hop test-connectivity show-topology run-configuration-diagnostic show-security-group-view
+network watcher: list test-ip-flow show-next-hop test-connectivity show-topology
+network watcher: run-configuration-diagnostic show-security-group-view
 network watcher flow-log: list show
 network watcher connection-monitor: list show
 network watcher packet-capture: list show show-status

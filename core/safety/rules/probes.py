@@ -149,8 +149,8 @@ _DIG_PLUS_FLAGS = frozenset({
     "ttlid", "ttlunits", "cd", "cdflag", "adflag", "aaflag", "aaonly", "search", "defname",
     "besteffort", "nsid", "qr", "rrcomments", "class", "crypto", "split", "onesoa",
     "unknownformat", "fail", "ignore", "edns", "expire", "keepopen", "zflag", "header-only",
-    "showsearch", "idnin", "idnout", "rdflag", "cookie", "ttlunits", "badcookie", "nsid",
-    "zoneversion", "dns64prefix", "showbadcookie", "yaml", "raflag", "tcflag",
+    "showsearch", "idnin", "idnout", "rdflag", "cookie", "badcookie", "zoneversion",
+    "dns64prefix", "showbadcookie", "yaml", "raflag", "tcflag",
 })
 _DIG_PLUS_VALUED = {
     "time": int_range(1, 30), "tries": int_range(1, 5), "retry": int_range(0, 5),

@@ -249,7 +249,7 @@ EXPECT_FIRST: dict[str, str | dict[str, str]] = {
                        "compare": "two_ended_comparison"},
     "injected_reset": {"client": "tcp_injected_reset", "server": "no_problem_seen",
                        "compare": "two_ended_comparison"},
-    "mtu_blackhole": {"client": "capture_gaps", "server": "mtu_blackhole",
+    "mtu_blackhole": {"client": "mtu_blackhole", "server": "mtu_blackhole",
                       "compare": "two_ended_comparison"},
     "dns_nxdomain": "dns_nxdomain", "dns_servfail": "dns_servfail",
     "dns_unanswered": "dns_unanswered", "zero_window": "tcp_zero_window", "scan": "port_scan",
