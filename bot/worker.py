@@ -72,6 +72,23 @@ class Drain:
         """Wait ``seconds``, or less once the drain began."""
         self.stop.wait(max(0.0, seconds))
 
+    def arm(self, last_words: Callable[[], None], *, margin_s: float = 0.5) -> None:
+        """The hard stop: if the process is still here ``margin_s`` before the budget ends
+        (a thread stuck in a network call, a listener that will not return), run
+        ``last_words`` (release the leases) and exit without waiting for anyone."""
+        def hard_stop() -> None:
+            log.warning("shutdown budget of %.0f s spent: exiting now", self.budget_s)
+            try:
+                last_words()
+            except Exception:  # noqa: BLE001 - exiting anyway; the leases lapse by themselves
+                log.exception("could not release the leases before exiting")
+            logging.shutdown()
+            os._exit(0)
+
+        timer = threading.Timer(self.left(reserve_s=margin_s), hard_stop)
+        timer.daemon = True
+        timer.start()
+
     def left(self, reserve_s: float = 0.0) -> float:
         """Seconds left of the budget, keeping ``reserve_s`` for the phases after this one."""
         if self._began is None:

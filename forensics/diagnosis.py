@@ -216,9 +216,12 @@ def _loss(tcp: list[list[Any]], conns: list[Connection],
     dirs: dict[tuple[str, str], list[int]] = {}
     flows = []
     total = [0, 0, 0]
+    counted = hit = 0
     for rec, c in zip(tcp, conns, strict=True):
         if skip and id(c) in skip:
             continue
+        counted += 1
+        hit += bool(c.facts and any(c.facts.data_retx))
         f = c.facts
         for d in (0, 1):
             seg = rec[F_DSEG0 + d]
@@ -242,6 +245,7 @@ def _loss(tcp: list[list[Any]], conns: list[Connection],
                               "frames": list(f.retx_frames[d]) if f else []})
     flows.sort(key=lambda x: (-x["retransmitted"], x["flow"]))
     return {
+        "connections": counted, "connections_with_retransmissions": hit,
         "data_segments": total[0], "retransmitted": total[1], "spurious": total[2],
         "rate": round(total[1] / total[0], 4) if total[0] else 0.0,
         "by_direction": [
@@ -358,7 +362,12 @@ def _mtu(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[Any]],
 def _mtu_receiver(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[Any]],
                   by_flow: dict[tuple[str, str, int, str, int], list[Any]]) -> None:
     """The receiver's view: the sender's later packets show data that never arrived, no
-    full-size segment ever arrived, and the receiver's own small segments were acknowledged."""
+    full-size segment ever arrived, and the receiver's own small segments were acknowledged.
+
+    A connection whose only arrived segments were large but still under the hole's size
+    (a 1339-byte tail where 1460-byte segments vanish) is taken too, when at least two other
+    connections on the same path (sender, receiver, server port) already show the hole."""
+    held: list[tuple[Connection, dict[str, Any]]] = []
     for rec, c in zip(tcp, diag.connections, strict=True):
         conv = convs.get(id(rec))
         if conv is None or c.outcome in FAILED or c.outcome == "midstream" or \
@@ -370,21 +379,35 @@ def _mtu_receiver(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[A
             if not sent or not acked or not MTU_MIN_SEGMENT <= missing < HALF:
                 continue
             segs, own = rec[F_DSEG0 + d], rec[F_DSEG0 + 1 - d]
-            if segs and rec[F_PAY0 + d] // segs >= MTU_MIN_SEGMENT:
-                continue  # full-size segments did arrive: loss or a capture cut, not a hole
+            large = bool(segs) and rec[F_PAY0 + d] // segs >= MTU_MIN_SEGMENT
             if not own or _before(conv[d][4], conv[1 - d][1]):
                 continue  # the receiver's own (small) data must have got through
             src, dst = _addr_of(rec, d), _addr_of(rec, 1 - d)
             if any(v[4] >= 0 and {k[1], k[3]} == {src, dst} for k, v in by_flow.items()):
                 continue
             sp, dp = (rec[2], rec[3]) if d == 0 else (rec[3], rec[2])
-            diag.mtu_blackholes.append({
+            hole = {
                 "view": "receiver", "flow": f"{src}:{sp} -> {dst}:{dp}", "sender": src,
                 "receiver": dst, "missing_bytes": missing,
                 "passed_average_bytes": rec[F_PAY0 + 1 - d] // own,
                 "frames": list(c.flow.get("evidence_frames", [])),
                 "server_port": c.flow["dport"],
-            })
+            }
+            if large:
+                held.append((c, hole))  # full-size segments arrived: loss, unless the path
+                continue                # shows the hole on other connections (below)
+            diag.mtu_blackholes.append(hole)
+            c.detail["mtu_blackhole"] = True
+            break
+    paths: dict[tuple[str, str, int], int] = {}
+    for m in diag.mtu_blackholes:
+        if m["view"] == "receiver":
+            key = (m["sender"], m["receiver"], m["server_port"])
+            paths[key] = paths.get(key, 0) + 1
+    for c, hole in held:
+        if paths.get((hole["sender"], hole["receiver"], hole["server_port"]), 0) >= 2 and \
+                not c.detail.get("mtu_blackhole"):
+            diag.mtu_blackholes.append(hole)
             c.detail["mtu_blackhole"] = True
 
 

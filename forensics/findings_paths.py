@@ -61,6 +61,13 @@ def sizes(values: list[int]) -> str:
     return f"{lo}-byte" if lo == hi else f"{lo}- to {hi}-byte"
 
 
+def on_path(diag: Diagnosis, a: str, b: str, port: int, n: int) -> str:
+    """'60 connections', or '56 of the 60 connections' when the path had more than these."""
+    total = sum(1 for c in diag.connections
+                if {c.flow["src"], c.flow["dst"]} == {a, b} and c.flow["dport"] == port)
+    return plural(n, "connection") if total <= n else f"{n} of the {total} connections"
+
+
 def _fold(retx: int, total: int, what: str) -> str:
     """The sentence that takes these connections' retransmissions out of the loss figures."""
     if not retx:
@@ -77,21 +84,22 @@ def mtu_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
     for g in group(diag.mtu_blackholes,
                    lambda m: (m["view"], m["sender"], m["receiver"], m["server_port"])):
         m, n = g[0], len(g)
-        on = (f"{plural(n, 'connection')} to port {m['server_port']} "
+        count = on_path(diag, m["sender"], m["receiver"], m["server_port"], n)
+        on = (f"{count} to port {m['server_port']} "
               f"(e.g. {examples([x['flow'] for x in g])})" if n > 1 else m["flow"])
         passed = max(x["passed_average_bytes"] for x in g)
         path = f"{m['sender']} -> {m['receiver']}"
-        many = f" on {plural(n, 'connection')}" if n > 1 else ""
+        many = f" on {count}" if n > 1 else ""
         frames = spread([x["frames"] for x in g])
         if m["view"] == "receiver":
             missing = [x["missing_bytes"] for x in g]
             out.append(f(
                 "mtu_blackhole", "high",
-                f"Suspected MTU black hole on {path}{many}: "
-                + (f"{missing[0]:,} bytes sent never arrived" if n == 1 else
-                   f"{sum(missing):,} bytes sent never arrived"),
-                f"On {on} the sender's later packets show {amount(missing)} bytes"
-                + ("" if n == 1 else " per connection")
+                f"Suspected MTU black hole on {path}{many}: {amount(missing)} bytes sent "
+                + ("never arrived" if n == 1 else "per connection never arrived"),
+                f"On {on} the sender's later packets show "
+                + (f"{missing[0]:,} bytes" if n == 1 else
+                   f"{sum(missing):,} bytes in all")
                 + " that never reached this capture point and no "
                 f"full-size segment arrived, while {m['receiver']}'s own segments (about "
                 f"{passed} bytes) were acknowledged; no ICMP fragmentation-needed was seen.",
@@ -126,14 +134,15 @@ def stalled_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
         sender, receiver = _stall_sender(c)
         silent = sum(1 for x in g if x.detail.get("peer_silent"))
         retx = sum(sum(x.facts.data_retx) for x in g if x.facts)
-        on = (f"{plural(n, 'connection')} to port {c.flow['dport']} "
+        count = on_path(diag, sender, receiver, c.flow["dport"], n)
+        on = (f"{count} to port {c.flow['dport']} "
               f"(e.g. {examples([x.label for x in g])})" if n > 1 else c.label)
         frames = [x.facts.retx_frames[0 if x.detail["stalled_direction"] == "orig" else 1]
                   for x in g if x.facts]
         out.append(f(
             "tcp_stalled", "high",
             f"Transfer from {sender} to {receiver} stalled"
-            + (f" on {plural(n, 'connection')}" if n > 1 else f" on {c.label}"),
+            + (f" on {count}" if n > 1 else f" on {c.label}"),
             f"On {on} a segment of {amount([x.detail['segment_bytes'] for x in g])} bytes "
             f"was retransmitted {times([x.detail['retransmissions'] for x in g])} and never "
             "acknowledged"

@@ -39,7 +39,7 @@ def _sources(cs: list[Connection]) -> str:
 
 def _retries(cs: list[Connection]) -> str:
     n = sum(c.detail.get("syn_retries", 0) for c in cs)
-    return f", after {plural(n, 'SYN retry')}" if n else ""
+    return f" ({plural(n, 'SYN retry')} in all)" if n else ""
 
 
 def tcp_findings(doc: dict[str, Any], diag: Diagnosis, a_flag_frames: dict[int, list[int]],
@@ -104,9 +104,9 @@ def tcp_findings(doc: dict[str, Any], diag: Diagnosis, a_flag_frames: dict[int, 
             "tcp_resets", "high" if len(resets) > 2 else "medium",
             f"{plural(len(resets), 'established TCP connection')} to {_targets(resets)} ended "
             f"by RST ({plural(doc['tcp_resets'], 'RST packet')} in all)",
-            f"{_reset_by(resets)}, e.g. {listing([c.label for c in resets], 2)}: an "
-            "application abort, an idle timeout on a load balancer/NAT/firewall, or a "
-            "middlebox reset.", _reset_frames(resets, doc["tcp_reset_frames"]),
+            _reset_by(resets) + ": an application abort, an idle timeout on a load "
+            "balancer/NAT/firewall, or a middlebox reset.",
+            _reset_frames(resets, doc["tcp_reset_frames"]),
             "Look at what preceded the RST in the evidence frames; compare with idle timeouts "
             "(Azure LB/NAT default 4 min).", len(resets) / 3))
     mtu_findings(diag, f, out)
@@ -127,8 +127,10 @@ def _reset_by(resets: list[Connection]) -> str:
         hosts = sorted({c.flow["dst"] if who == "responder" else c.flow["src"] for c in cs})
         side = ("both ends" if who == "both"
                 else f"the {who} ({listing(hosts, 3)})")
-        parts.append(f"{side} on {plural(len(cs), 'connection')}")
-    return "Reset by " + listing(parts)
+        parts.append(f"{side} on {cs[0].label}" if len(resets) == 1 else
+                     f"{side} on {plural(len(cs), 'connection')}")
+    tail = f", e.g. {listing([c.label for c in resets], 2)}" if len(resets) > 1 else ""
+    return "Reset by " + listing(parts) + tail
 
 
 def _reset_frames(resets: list[Connection], frames: list[int]) -> list[int]:
@@ -174,7 +176,9 @@ def _loss_finding(diag: Diagnosis, frames: dict[int, list[int]], doc: dict[str, 
         "tcp_retransmissions", sev,
         f"{plural(retx, 'data segment')} retransmitted{others} ({percent(retx, segs)} of "
         f"{plural(segs, 'data segment')})",
-        "By direction: " + listing(dirs, 3)
+        f"On {loss['connections_with_retransmissions']} of the "
+        f"{plural(loss['connections'], 'connection')}{others}. By direction: "
+        + listing(dirs, 3)
         + (f"; worst flow {flows[0]['flow']} ({flows[0]['retransmitted']} of "
            f"{flows[0]['data_segments']})" if len(flows) > 1 else "")
         + f". Spurious {loss['spurious']}; in the whole capture tshark marks "
@@ -199,9 +203,11 @@ def _zero_window_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
     out.append(f(
         "tcp_zero_window", "high" if n >= 3 else "medium",
         f"{listing(sorted(hosts), 3)} stopped reading: {plural(n, 'zero-window advertisement')}",
-        f"{worst['host']} (port {worst['port']}) kept its receive window shut for "
+        (f"On {plural(len(zws), 'connection')} (e.g. {listing([z['flow'] for z in zws], 2)})"
+         "; the longest: " if len(zws) > 1 else "")
+        + f"{worst['host']} (port {worst['port']}) kept its receive window shut for "
         f"{duration_ms(worst['shut_ms'])} on {worst['flow']} ({state}); the sender had to "
-        "wait.", [fr for z in zws for fr in z["frames"]],
+        "wait.", spread([z["frames"] for z in zws]),
         f"Look at the receiving application on {listing(sorted(hosts), 3)} (CPU, GC pauses, "
         "blocked threads, slow disk): it does not read its socket fast enough.", n / 3))
 

@@ -73,7 +73,7 @@ def clip(line: str, limit: int = LINE_MAX) -> str:
     """A long line cut at a word, marked as cut, never mid-word."""
     if len(line) <= limit:
         return line
-    return line[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+    return line[:limit - 2].rsplit(" ", 1)[0].rstrip(",;:") + " …"
 
 
 def retransmission_note(doc: dict[str, Any]) -> str:

@@ -1,1 +1,1 @@
-"""The simulated Azure estate (the lab): scenarios, the network model, the lab runner and captures."""
+"""The simulated Azure estate (the lab): scenarios, network model, lab runner, captures."""

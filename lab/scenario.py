@@ -314,6 +314,10 @@ class Scenario:
                 return self.route_table_id(text)
             if self.zone(text):
                 return self.zone_id(text)
+            nic_owner = next((v for v in self.vms if self.nic_name(v).lower() == text.lower()),
+                             None)
+            if nic_owner is not None:
+                return self.nic_id(nic_owner)
             owners = [v.name for v in self.vnets for p in v.peerings if p.name == text]
             return self.peering_id(owners[0], text) if len(owners) == 1 else None
         nsg = self.nsg(head)

@@ -80,6 +80,8 @@ class ChatRuntime:
         #: Told the requester why the root could not be posted (not invited…): True when the
         #: error is for good; False leaves it queued to try again (the chat front end sets it).
         self.root_refused: Callable[[Any, Exception], bool] = lambda _inv, _exc: False
+        #: acts once on a mention stored before its ack (the chat front end sets it)
+        self.answer_mention: Callable[[str, str], bool] = lambda _sid, _key: False
         #: the requests being answered; ``ghost serve`` waits for them on SIGTERM
         self.in_flight = InFlight()
 
@@ -97,12 +99,17 @@ class ChatRuntime:
             log.exception("orphan report of %s failed", session_id)
 
     def reconcile_chat(self, now: datetime) -> int:
-        """The periodic catch-up: RCA uploads (``reconcile_rca``) and orphan cleanups whose
-        approval was decided but not continued (the clicking process died, or it expired)."""
+        """The periodic catch-up: RCA uploads (``reconcile_rca``), orphan cleanups whose
+        approval was decided but not continued (the clicking process died, or it expired),
+        and mentions acked but not acted on (``answer_mention``)."""
         count = self.reconcile_rca(now)
+        stale = iso_utc(now - timedelta(seconds=30))
         for inv in self.store.list_investigations(limit=200):
             if ((inv.conversation_ref or {}).get("orphans") or {}).get("waiting"):
                 count += self.orphans.continue_waiting(inv.session_id)
+            for key, item in dict((inv.conversation_ref or {}).get("inbox") or {}).items():
+                if str(item.get("at") or "") < stale:  # acked, then its process died
+                    count += int(self.answer_mention(inv.session_id, key))
         return count
 
     def _port(self, platform: str) -> ChatPort:

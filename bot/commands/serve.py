@@ -57,14 +57,20 @@ def _slack_waits(drain: Any, settings: Settings) -> dict[str, Any]:
 
 def _shut_down(started: list[Any], store: Any, drain: Any) -> None:
     """After the front ends stopped: join the worker until the deadline, hand back what it
-    still holds, release the job leases."""
+    still holds, release the job leases (and, past the budget, exit regardless)."""
     scheduler, owner = started[0], started[-1]
+    worker = started[2] if len(started) == 4 else None
+
+    def release() -> None:
+        if worker is not None:
+            worker.hand_back()
+        store.release_job_leases(owner)
+
+    drain.arm(release)
     scheduler.shutdown(wait=False)
-    if len(started) == 4:
-        thread, worker = started[1], started[2]
-        thread.join(drain.left(reserve_s=1.0))
-        worker.hand_back()
-    store.release_job_leases(owner)
+    if worker is not None:
+        started[1].join(drain.left(reserve_s=1.0))
+    release()
 
 
 def _background(services: Any, settings: Settings, stop: threading.Event, *,

@@ -6,7 +6,9 @@ the app's one error handler (``bot/slack/app.py``).
 
 ``/ghost investigate`` is the exception that proves the rule: its record (one INSERT) is written
 before the ack, so a crash right after the ack never loses it; the root message and the start
-are the worker's (``ChatRuntime.open_thread``). Requests in flight are counted
+are the worker's (``ChatRuntime.open_thread``). An ``@ghost`` in a thread is stored in the
+investigation's ``inbox`` before bolt acks the event; the listener (or, after a crash, the
+``reconcile`` job) acts on it once. Requests in flight are counted
 (``ChatRuntime.in_flight``) so that a shutdown answers them before the process exits.
 """
 
@@ -30,6 +32,7 @@ from bot.chat.steering import why_not_steer
 from bot.slack import blocks
 from bot.slack.port import SlackPort
 from core.errors import GhostError, UnknownInvestigation
+from core.session_state import iso_utc, utc_now
 
 log = logging.getLogger(__name__)
 PLATFORM = "slack"
@@ -47,6 +50,7 @@ class Handlers:
         self.port = port
         self.store = runtime.store
         runtime.root_refused = self.root_refused
+        runtime.answer_mention = self.answer_mention
         try:  # the first slash command's record must not pay the schema check (~0.4 s)
             self.store.db.ensure_ready()
         except GhostError:  # reported, one line, by the first request that needs it
@@ -54,6 +58,7 @@ class Handlers:
 
     def register(self, app: App) -> None:
         app.middleware(self.count_in_flight)
+        app.middleware(self.record_mention)
         app.command("/ghost")(self.slash)
         app.action(blocks.APPROVE)(self.approve)
         app.action(blocks.DENY)(self.open_deny)
@@ -286,25 +291,55 @@ class Handlers:
         self.port.tell(str(inv.channel_ref), user, text, inv.thread_ref)
 
     # ------------------------------------------------------------------ @ghost
-    def mention(self, event: dict[str, Any], say: Any) -> None:
-        channel, user = str(event.get("channel")), str(event.get("user"))
+    def record_mention(self, body: dict[str, Any], next: Callable[[], None]) -> None:  # noqa: A002
+        """Middleware: an ``@ghost`` in an investigation's thread goes into its inbox (one
+        compare-and-set on the row) before bolt acks the event."""
+        event = body.get("event") or {}
         thread = event.get("thread_ts")
-        text = MENTION.sub("", str(event.get("text") or "")).strip()
+        if body.get("type") == "event_callback" and event.get("type") == "app_mention" and \
+                thread:
+            inv = self.store.find_by_thread(PLATFORM, str(event.get("channel")), str(thread))
+            if inv is not None:
+                item = {"user": str(event.get("user")), "thread": str(thread),
+                        "text": MENTION.sub("", str(event.get("text") or "")).strip(),
+                        "at": iso_utc(utc_now())}
+                key = _mention_key(body)
+                self.store.change_conversation_ref(inv.session_id, lambda ref: ref.setdefault(
+                    "inbox", {}).setdefault(key, item))
+        next()
+
+    def mention(self, body: dict[str, Any], event: dict[str, Any], say: Any) -> None:
+        channel, thread = str(event.get("channel")), event.get("thread_ts")
         inv = self.store.find_by_thread(PLATFORM, channel, str(thread)) if thread else None
         if inv is None:
             say(text="Start an investigation with `/ghost investigate <symptom>`; inside its "
                      "thread, mention me with instructions.", thread_ts=event.get("ts"))
             return
-        if self._refuse_steer(inv.session_id, user):
-            return
+        self.answer_mention(inv.session_id, _mention_key(body))
+
+    def answer_mention(self, session_id: str, key: str) -> bool:
+        """Act once on a mention stored in the inbox: steer (or refuse), instruct or queue.
+        The entry is taken (compare-and-set) just before acting; False if already taken."""
+        inv = self.store.get_investigation(session_id)
+        item = ((inv.conversation_ref or {}).get("inbox") or {}).get(key)
+        if item is None:
+            return False
+        user, thread = str(item["user"]), str(item["thread"])
+        text = str(item.get("text") or "") or "Continue."
+        refused = self._refuse_steer(session_id, user)
+        if not self.store.change_conversation_ref(session_id, lambda ref: (
+                ref.get("inbox") or {}).pop(key, None) is not None) or refused:
+            return not refused
         try:
-            self.runtime.instruct(inv.session_id, text or "Continue.", actor=user,
-                                  choice=MENTIONED)
+            self.runtime.instruct(session_id, text, actor=user, choice=MENTIONED)
         except NotWaiting as exc:
-            self._queue_mention(inv, user, text or "Continue.", str(thread), str(exc))
-            return
+            self._queue_mention(self.store.get_investigation(session_id), user, text, thread,
+                                str(exc))
+            return True
         self.runtime.kick()
-        self.port.tell(channel, user, "Got it — continuing with your instruction.", str(thread))
+        self.port.tell(str(inv.channel_ref), user, "Got it — continuing with your instruction.",
+                       thread)
+        return True
 
     def _queue_mention(self, inv: Any, user: str, text: str, thread: str, why: str) -> None:
         """Ghost is busy: keep the instruction (in the database) for its next pause."""
@@ -323,6 +358,11 @@ class Handlers:
         self.port.tell(channel, user, f"Ghost is busy ({status_view(inv).phase}). Your "
                        f"instruction is queued ({waiting} waiting) and goes to Ghost {when}.",
                        thread)
+
+
+def _mention_key(body: dict[str, Any]) -> str:
+    event = body.get("event") or {}
+    return str(body.get("event_id") or f"{event.get('channel')}:{event.get('ts')}")
 
 
 def _user(body: dict[str, Any]) -> str:

@@ -11,7 +11,11 @@ from typing import Any, Final
 
 from core.orchestrator.model import MAX_CAPTURE_SECONDS
 
-_TARGET_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9/._()-]{0,400}$")
+#: a VM/AKS name, or its full resource id (the tool tells the model ids are unambiguous)
+_TARGET_RE: Final = re.compile(
+    r"^(?:[A-Za-z0-9][A-Za-z0-9._()-]{0,79}"
+    r"|/subscriptions/[A-Za-z0-9-]{1,64}/resourceGroups/[A-Za-z0-9._()-]{1,90}"
+    r"/providers/[A-Za-z0-9.]{1,80}(?:/[A-Za-z0-9._()-]{1,80}){2,6})$")
 _ACCOUNT_RE: Final = re.compile(r"^[a-z0-9]{3,24}$")
 _RG_RE: Final = re.compile(r"^[A-Za-z0-9._()-]{1,90}$")
 _FILTER_KEYS: Final = frozenset({"protocol", "localIPAddress", "remoteIPAddress", "localPort",

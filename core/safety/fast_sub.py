@@ -16,7 +16,7 @@ from functools import lru_cache
 
 
 def _lowercase_literals(source: str) -> str:
-    """Lowercase a pattern's text, leaving every escape (`\\S`, `\\D`, `\\W`) as written."""
+    """Lowercase a pattern's text, leaving escapes (`\\S`, `\\D`) and `(?P` as written."""
     out: list[str] = []
     index = 0
     while index < len(source):
@@ -24,6 +24,10 @@ def _lowercase_literals(source: str) -> str:
         if char == "\\" and index + 1 < len(source):
             out.append(source[index:index + 2])
             index += 2
+            continue
+        if source.startswith("(?P", index):  # named groups and back-references
+            out.append("(?P")
+            index += 3
             continue
         out.append(char.lower())
         index += 1

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from core.safety.fast_sub import ci_sub
 from core.safety.secret_decoders import redact_decoders
 from core.safety.secret_formats import FORMAT_PATTERNS
 from core.safety.secret_names import (
@@ -196,7 +197,7 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
         if group == "bare" and match.group("q") == '"':
             shown = f'"{shown}"'  # "password": 12345678901 stays valid JSON
         return whole[:offset] + shown + whole[offset + len(value):]
-    return _KV_RE.sub(replace, text)
+    return ci_sub(_KV_RE, replace, text)
 
 
 def _placeholder(value: str) -> bool:
@@ -216,7 +217,7 @@ def _cli_pass(text: str, counts: Counter[str]) -> str:
         counts["cli_secret"] += 1
         start = match.start("s") - match.start()
         return match.group(0)[:start] + mark("cli_secret")
-    return _CLI_FLAG_RE.sub(replace, text)
+    return ci_sub(_CLI_FLAG_RE, replace, text)
 
 
 def _public_pem_spans(text: str) -> list[tuple[int, int]]:
@@ -343,14 +344,14 @@ def redact_with_counts(text: str) -> RedactionResult:
         text = _PUTTY_RE.sub(_token_replacer("private_key", counts, None), text)
     for pattern in TOKEN_PATTERNS + FORMAT_PATTERNS:
         if any(needle in lower for needle in pattern.needles):
-            text = pattern.pattern.sub(
-                _token_replacer(pattern.kind, counts, pattern.accept), text)
+            text = ci_sub(pattern.pattern,
+                          _token_replacer(pattern.kind, counts, pattern.accept), text)
     text = _program_flag_pass(text, lower, counts)
     if "==" in text:
         text = _storage_key_pass(text, counts)
     text = redact_decoders(text, lower, counts)
     if "login" in text or " user " in text:
-        text = _AZ_LOGIN_P_RE.sub(_token_replacer("cli_secret", counts, None), text)
+        text = ci_sub(_AZ_LOGIN_P_RE, _token_replacer("cli_secret", counts, None), text)
     if any(needle in lower for needle in _KV_NEEDLES):
         text = _cli_pass(text, counts)
         text = _kv_pass(text, counts)

@@ -20,11 +20,11 @@ from core.safety.tier0_classes import (
     PRIVILEGE_PROGRAMS,
     assembled,
     built_program,
-    program_view,
     credential_path,
     exploit_payload,
     identity_endpoint,
     is_shell,
+    program_view,
     reverse_shell_script,
 )
 from core.safety.tier0_host import host_check
@@ -141,8 +141,30 @@ _MAX_CHECKS: Final = 512
 _SEGMENT_SCAN_CHARS: Final = 64 * 1024
 
 
+#: Programs whose arguments are names and values, never programs: `dig su`, `host at`,
+#: `az batch account list` look up or read things called su, at, batch.
+_RUNS_NOTHING: Final = frozenset({"dig", "nslookup", "host", "ping", "ping6", "traceroute",
+                                  "traceroute6", "tracepath", "tracepath6", "mtr", "az", "ss",
+                                  "netstat", "date", "ethtool", "kdig", "drill", "delv"})
+
+
+def _program_index(words: list[str]) -> int:
+    for index, word in enumerate(words):
+        name = _basename(word)
+        if not (_ASSIGN_RE.match(word) or name in WRAPPERS or word.startswith("-")
+                or _NUMBERISH_RE.match(word)):
+            return index
+    return len(words)
+
+
 def _candidates(words: list[str]) -> list[int]:
     """Indexes of words that a shell might run as a program and that have a Tier 0 rule."""
+    program = _program_index(words)
+    if (program < len(words) and _basename(words[program]) in _RUNS_NOTHING
+            and not any(w in _RUNS_OTHERS or w in ("exec", "-exec", "-execdir")
+                        for w in words)):
+        # the wrappers before it (sudo dig x) and the program itself
+        return [i for i in range(program + 1) if _checked(_basename(words[i]))]
     if any(_basename(w) in WRAPPERS or _basename(w) in INTERPRETERS or w in _RUNS_OTHERS
            or w in ("-exec", "-execdir", "-ok", "-okdir") for w in words):
         return [i for i, w in enumerate(words) if _checked(_basename(w))]
@@ -291,7 +313,7 @@ def _text_checks(command: str, norm: str, dequoted: str, compact: str) -> Verdic
     if _FORK_BOMB_RE.search(compact):
         return make_verdict("T0.fork_bomb", "Refused: this defines a function that pipes into "
                             "or backgrounds itself, the shape of a fork bomb.")
-    if exploit_payload(compact):
+    if exploit_payload(compact, norm):
         return _never("T0.exploit_payload", "the command carries an exploit payload "
                       "(Shellshock, Log4Shell or OGNL lookup syntax)")
     why = assembled(command)

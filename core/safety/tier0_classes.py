@@ -18,7 +18,7 @@ from urllib.parse import unquote
 #: Programs that run something as another user or with more privileges.
 PRIVILEGE_PROGRAMS: Final = frozenset({
     "sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "setcap", "gosu", "su-exec",
-    "ksu", "calife", "super", "run0",
+    "ksu", "run0",
 })
 #: Programs that only start another program (so every later word may be the real program).
 MORE_WRAPPERS: Final = frozenset({
@@ -26,8 +26,8 @@ MORE_WRAPPERS: Final = frozenset({
     "capsh", "chpst", "runcon", "schroot", "proot", "systemd-nspawn", "daemonize",
     "start-stop-daemon", "rlwrap", "eatmydata", "nocache", "trickle", "cpulimit", "timelimit",
     "aa-exec", "newgrp", "dtach", "abduco", "byobu", "xvfb-run", "dbus-run-session",
-    "flatpak-spawn", "torify", "catchsegv", "perf", "at", "batch", "crontab", "sudo",
-    "sudoedit", "doas", "pkexec", "run0", "ksu",
+    "flatpak-spawn", "torify", "catchsegv", "perf", "sudo", "sudoedit", "doas", "pkexec",
+    "run0", "ksu",
 })
 _SHELL_NAMES: Final = frozenset({
     "sh", "bash", "zsh", "dash", "ksh", "mksh", "csh", "tcsh", "fish", "ash", "yash", "pwsh",
@@ -68,7 +68,7 @@ PERSISTENCE_MARKERS: Final = ("authorized_keys", "ld.so.preload", "/etc/cron", "
 IDENTITY_MARKERS: Final = ("identity_endpoint", "msi_endpoint", "identity_header", "msi_secret",
                            "/msi/token", "/metadata/identity", ":40342", ":50342", "himds",
                            "identity_server_thumbprint", "imds_endpoint")
-EXPLOIT_MARKERS: Final = ("(){", "${jndi", "${::-", "${lower:", "${upper:", "${env:", "${sys:",
+EXPLOIT_MARKERS: Final = ("${jndi", "${::-", "${lower:", "${upper:", "${env:", "${sys:",
                           "${java:", "${base64:", "${main:", "${${", "${script:", "${dns:",
                           "${url:", "%{(#", "%{#_memberaccess", "class.module.classloader",
                           "#_memberaccess")
@@ -139,9 +139,17 @@ def identity_endpoint(compact: str) -> bool:
     return any(m in decoded for m in IDENTITY_MARKERS)
 
 
-def exploit_payload(compact: str) -> bool:
+#: Shellshock: a value that starts with a function definition, `() {` (not `function(){` in a
+#: script, which is preceded by a name).
+_SHELLSHOCK_RE: Final = re.compile(r"(?:^|[\s'\"=:,;(])\(\)[ \t]*\{")
+
+
+def exploit_payload(compact: str, norm: str) -> bool:
     decoded = unquote(unquote(compact)) if "%" in compact else compact
-    return any(m in decoded for m in EXPLOIT_MARKERS)
+    if any(m in decoded for m in EXPLOIT_MARKERS):
+        return True
+    text = unquote(unquote(norm)) if "%" in norm else norm
+    return "()" in text and _SHELLSHOCK_RE.search(text) is not None
 
 
 # ---- commands assembled at run time (read on the raw text, quote-aware) ----------------

@@ -113,3 +113,13 @@ def test_each_line_is_answered_before_the_next_is_sent(tmp_path: Path) -> None:
             proc.stdin.close()
             proc.wait(timeout=30)
         assert proc.returncode == 0
+
+
+def test_classify_says_the_documented_ip_flow_verify_is_safe(tmp_path: Path) -> None:
+    # issue 22: `*` in an az argument is a value (no shell runs the argv), not a glob
+    command = ("az network watcher test-ip-flow -g rg --vm vm1 --direction Inbound "
+               "--protocol TCP --local 10.0.0.4:* --remote 10.1.0.4:6379")
+    res = run(["classify", command], "", tmp_path)
+    assert res.returncode == 0 and res.stdout.decode().startswith("SAFE"), res.stdout
+    res = run(["classify", "--json", "-"], json.dumps({"command": command}) + "\n", tmp_path)
+    assert rows(res)[0]["rule"] == "T2.az_read"

@@ -175,3 +175,44 @@ def test_frame_flags_match_tshark(pcap: str) -> None:
     ours, theirs = our_flags(path), tshark_flags(path)
     assert {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs)
             if ours.get(k) != theirs.get(k)} == {}
+
+
+def _summary(path: Path, tmp: Path) -> str:
+    assert main([str(path), "--semantic-dir", str(tmp), "--report-dir", str(tmp)]) == 0
+    return (tmp / f"{path.stem}_executive_summary.md").read_text()
+
+
+def test_black_hole_keeps_its_retransmissions_at_both_ends(tmp_path: Path) -> None:
+    files = TRUTH["mtu_blackhole"]["files"]
+    server = CAPTURES / files["server"]
+    doc = build_semantic(analyze_capture(str(server)), str(server))
+    got = [f["id"] for f in doc["findings"]]
+    assert got.count("mtu_blackhole") == 1 and "tcp_retransmissions" not in got
+    loss = doc["diagnosis"]["data_loss"]
+    assert loss["explained_by"]["mtu_blackhole"]["retransmitted"] == loss["retransmitted"] > 0
+    n = doc["tcp_analysis"]["retransmission"]
+    assert n == loss["retransmitted"]
+    assert f"retransmission {n} (data segments only)" in _summary(server, tmp_path)
+    client = findings(CAPTURES / files["client"])
+    ids = [f["id"] for f in client]
+    assert ids[0] == "mtu_blackhole" and ids.index("capture_gaps") > 0
+    gaps = client[ids.index("capture_gaps")]
+    assert gaps["severity"] == "info" and "explained by the MTU black hole above" in gaps["title"]
+
+
+@pytest.mark.parametrize("side", ["client", "server"])
+def test_loss_title_and_directions_count_the_same_thing(side: str) -> None:
+    path = CAPTURES / TRUTH["two_ended_loss"]["files"][side]
+    doc = build_semantic(analyze_capture(str(path)), str(path))
+    loss = doc["diagnosis"]["data_loss"]
+    top = next(f for f in doc["findings"] if f["id"] == "tcp_retransmissions")
+    assert top["title"].startswith(f"{loss['retransmitted']} data segments retransmitted")
+    assert f"of {loss['data_segments']} data segments" in top["title"]
+    by_dir = sum(d["retransmitted"] for d in loss["by_direction"])
+    assert by_dir == loss["retransmitted"]
+    assert f"On {loss['connections_with_retransmissions']} of the" in top["detail"]
+
+
+def test_syn_retries_are_named_as_such_next_to_the_flag_count(tmp_path: Path) -> None:
+    summary = _summary(CAPTURES / "silent_drop.pcap", tmp_path)
+    assert "retransmission 3 (all SYN, SYN-ACK or FIN retries: no data segment)" in summary

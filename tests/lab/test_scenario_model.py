@@ -83,6 +83,8 @@ def test_resource_ids_follow_azure() -> None:
     ("rt-spoke1/to-spoke2", "/routeTables/rt-spoke1/routes/to-spoke2"),
     ("vnet-hub/snet-nva", "/virtualNetworks/vnet-hub/subnets/snet-nva"),
     ("hub-to-spoke1", "/virtualNetworks/vnet-hub/virtualNetworkPeerings/hub-to-spoke1"),
+    # a NIC named as az vm create names it lives in its VM's resource group
+    ("nva-01VMNic", "/networkInterfaces/nva-01VMNic"),
 ])
 def test_activity_resources_that_name_the_model_get_ids(text: str, suffix: str) -> None:
     s = parse_scenario(hub_spoke_scenario(), "x.yaml")

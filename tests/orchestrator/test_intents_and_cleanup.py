@@ -36,6 +36,9 @@ def finished(world: World, *answers: Decision) -> tuple[Any, str]:
     (capture_request(duration_seconds="60"), "invalid_parameter", "duration_seconds"),
     ({**capture_request(), "target": "vm1; rm -rf /"}, "invalid_parameter", "not a VM name"),
     ({**capture_request(), "target": "a to b to c"}, "invalid_parameter", "two joined"),
+    ({**capture_request(), "target": "vm1/../../etc"}, "invalid_parameter", "not a VM name"),
+    ({**capture_request(), "target": "/subscriptions/x/resourceGroups/rg/providers/$(id)/a/b"},
+     "invalid_parameter", "not a VM name"),
     (capture_request(filters=[{"remoteIPAddress": "$(id)"}]), "invalid_parameter", "filter"),
     (capture_request(filters=[{"shell": "x"}]), "invalid_parameter", "allowed keys"),
 ])
@@ -167,3 +170,14 @@ def test_records_that_are_not_tasks_are_skipped(world: World) -> None:
     assert orch.orchestrate({"intent": "list_tasks"})["count"] == 0
     assert orch.orchestrate({"intent": "check_task",
                              "task_id": "ghost_broken"})["error"] == "unknown_task"
+
+
+def test_a_full_resource_id_is_a_valid_target() -> None:
+    """The tool says full ids are unambiguous when VMs share a name: the orchestrator takes them."""
+    from core.orchestrator.validation import split_targets
+
+    vm = ("/subscriptions/6a1f0c2e-0000-4000-8000-00000000a001/resourceGroups/rg-prod-app"
+          "/providers/Microsoft.Compute/virtualMachines/web-vm-01")
+    other = vm.replace("web-vm-01", "redis-vm-01").replace("rg-prod-app", "rg-prod-data")
+    assert split_targets(vm) == [vm]
+    assert split_targets(f"{vm} to {other}") == [vm, other]

@@ -35,6 +35,7 @@ NOT_SAFE: list[tuple[str, str, str]] = [
     ("az acr token credential generate -r r -n t", F, "az"),
     ("az ad sp credential reset --id x", F, "az"),
     ("az webapp log tail -g rg -n w", R, "az"),
+    ("az containerapp show -g rg -n app", R, "az"),  # env values are plain text in the template
     ("az container logs -g rg -n c", R, "az"),
     ("az functionapp function keys list -g rg -n f --function-name x", R, "az"),
     ("az network watcher packet-capture create -g rg --vm v -n c --storage-account sa", R, "az"),

@@ -160,6 +160,10 @@ DIAGNOSTICS: list[Row] = [
     ("openssl s_client -connect localhost:6380", R, "a local service"),
     ("openssl s_client -quiet -connect web:443", R, "-quiet waits forever"),
     ("openssl s_client -connect web:443 -key /tmp/k.pem", R, "reads a key"),
+    ("dig su NS", S, "the .su TLD is a name, not su"),
+    ("host at", S, "the .at TLD is a name, not at"),
+    ("az vm show -g rg -n at --query powerState", S, "a VM called at"),
+    ("sudo dig example.com", F, "but sudo in front of it is privilege escalation"),
 ]
 
 #: FORBIDDEN: classes no approver should ever be offered
@@ -256,6 +260,10 @@ STILL_RISKY: list[Row] = [
     ("ps -ef", R, "unknown program"),
     ("[ -f /tmp/x ]", R, "test"),
     ("ping -c 1 $HOST", R, "variable expansion"),
+    ("node -e \"setTimeout(function(){console.log(1)},1)\"", R, "a JS function is no "
+     "Shellshock"),
+    ("python3 -c \"print('a'); [print(i) for i in range(3)]\"", R, "brackets inside a "
+     "quoted script build no program"),
 ]
 
 ALL_TABLES: dict[str, list[Row]] = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,9 @@ from pathlib import Path
 import pytest
 
 from core.safety import classify, redact
+from core.safety.fast_sub import ci_sub
+from core.safety.secret_formats import FORMAT_PATTERNS
+from core.safety.secret_patterns import TOKEN_PATTERNS
 from tests.fakes.timing import assert_linear
 from tests.safety.tables_red_team_3 import ALL_TABLES, AZ_PLAYBOOK, Row
 from tests.safety.tables_redaction_3 import INNOCENT, SECRETS
@@ -131,3 +135,27 @@ def test_live_capture_in_a_new_network_namespace(tmp_path: Path) -> None:
 ])
 def test_new_patterns_stay_linear(attack: str) -> None:
     assert_linear(redact, attack)
+
+
+def _case_insensitive_patterns() -> list[re.Pattern[str]]:
+    redact_module = sys.modules["core.safety.redact"]
+    found = [p.pattern for p in TOKEN_PATTERNS + FORMAT_PATTERNS]
+    found += [v for v in vars(redact_module).values() if isinstance(v, re.Pattern)]
+    return [p for p in found if p.flags & re.IGNORECASE]
+
+
+def test_fast_case_insensitive_sub_is_exactly_pattern_sub() -> None:
+    # the speed-up finds match starts on lowercased text; the result must not change
+    corpus = [json.loads(line)["text"] for line in
+              (HERE / "corpus_secrets.jsonl").read_text(encoding="utf-8").split("\n") if line]
+    corpus += [t for _, t, _ in SECRETS] + [t for _, t in INNOCENT]
+    corpus += [t.swapcase() for t in corpus] + [t.upper() for t in corpus]
+    patterns = _case_insensitive_patterns()
+    assert len(patterns) >= 8
+    for pattern in patterns:
+        for text in corpus:
+            assert ci_sub(pattern, _mark, text) == pattern.sub(_mark, text), (pattern, text)
+
+
+def _mark(match: re.Match[str]) -> str:
+    return f"<{match.group(0)[::-1]}>"

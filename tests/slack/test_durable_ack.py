@@ -131,3 +131,37 @@ def test_kill_9_before_the_first_post_went_out_the_restarted_serve_posts_it_once
         stop(first)
         if second is not None:
             stop(second)
+
+
+def test_a_mention_acked_but_not_acted_on_is_delivered_once_by_the_reconcile_job(
+        slack: SlackHarness, fake_gemini: Any) -> None:
+    """The mention is stored before bolt acks it; the listener then fails on Slack (as if
+    its process died after the ack) and the periodic catch-up delivers it, once."""
+    from datetime import timedelta
+
+    from core.session_state import utc_now
+
+    fake_gemini.enqueue(text_turn("Which resource group holds Redis?"),
+                        text_turn("Thanks. Anything else?"))
+    slack.slash("investigate web-01 cannot reach redis")
+    slack.worker.run_until_idle()
+    inv = slack.only_investigation()
+    assert inv.status == "awaiting_user"
+    slack.fake.fail["conversations.members"] = "internal_error"  # the steering check fails
+    event = {"type": "app_mention", "user": REQUESTER, "channel": CHANNEL,
+             "text": "<@UGHOST> it is cache-rg", "ts": "1700000009.000001",
+             "thread_ts": inv.thread_ref}
+    assert slack.event(event, "EvLost").status == 200
+    inbox = slack.store.get_investigation(inv.session_id).conversation_ref["inbox"]
+    assert inbox["EvLost"]["text"] == "it is cache-rg" and inbox["EvLost"]["user"] == REQUESTER
+    assert slack.worker.run_until_idle() == 0  # nothing delivered yet
+    del slack.fake.fail["conversations.members"]
+    runtime = slack.services.runtime
+    assert runtime.reconcile_chat(utc_now()) == 0  # fresh: its own listener may still act
+    assert runtime.reconcile_chat(utc_now() + timedelta(minutes=1)) == 1
+    assert runtime.reconcile_chat(utc_now() + timedelta(minutes=1)) == 0
+    assert "inbox" not in slack.store.get_investigation(inv.session_id).conversation_ref or \
+        not slack.store.get_investigation(inv.session_id).conversation_ref["inbox"]
+    slack.worker.run_until_idle()
+    sent = [r.contents[-1]["parts"][0].get("text") for r in fake_gemini.requests]
+    assert sent.count("it is cache-rg") == 1

@@ -5,9 +5,10 @@ once. (Before: ~40 s to exit with leases held, threads sleeping in the post pace
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tests.fakes.gemini_server import text_turn
 from tests.slack.processes import (
@@ -22,6 +23,61 @@ from tests.slack.processes import (
 )
 
 BURST = 20
+
+
+def test_the_drain_cuts_the_pacers_wait_short_and_counts_the_budget() -> None:
+    from bot.slack.client import Pacer
+    from bot.worker import Drain
+
+    drain = Drain(budget_s=10.0)
+    pacer = Pacer(1.0, sleep=drain.sleep)
+    for _ in range(3):  # a backlog: the next slot is 3 s away
+        pacer.wait("C1")
+    waiter = threading.Thread(target=pacer.wait, args=("C1",))
+    waiter.start()
+    time.sleep(0.2)
+    assert waiter.is_alive()  # paced as usual before the signal
+    began = time.monotonic()
+    drain.begin()
+    waiter.join(timeout=2)
+    assert not waiter.is_alive() and time.monotonic() - began < 0.5
+    assert 8.5 < drain.left(reserve_s=1.0) <= 9.0
+
+
+def test_acks_in_flight_are_waited_for() -> None:
+    from bot.worker import InFlight
+
+    in_flight = InFlight()
+    assert in_flight.wait_idle(0)
+    entered = threading.Event()
+
+    def request() -> None:
+        with in_flight:
+            entered.set()
+            time.sleep(0.3)
+
+    threading.Thread(target=request).start()
+    entered.wait(2)
+    assert not in_flight.wait_idle(0.05)
+    assert in_flight.wait_idle(2)
+
+
+def test_hand_back_releases_what_the_worker_holds(store: Any) -> None:
+    from bot.worker import Worker
+
+    ours = store.create_investigation(symptom="a", model="m", audit_dir="/tmp",
+                                      platform="slack").session_id
+    theirs = store.create_investigation(symptom="b", model="m", audit_dir="/tmp",
+                                        platform="slack").session_id
+    assert store.take_lease(ours, "me") and store.take_lease(theirs, "other")
+    assert store.acquire_lease("job:reconcile", "me", seconds=30)
+    worker = Worker(store=store, engine=cast(Any, None), shell_for=lambda _s: None,
+                    after=lambda *_a: None, failed=lambda *_a: None, owner="me")
+    assert worker.hand_back() == [ours]
+    assert store.release_job_leases("me") == 1
+    assert store.get_investigation(ours).lease_owner is None
+    assert store.get_investigation(theirs).lease_owner == "other"
+    assert store.acquire_lease("job:reconcile", "next-replica", seconds=30)
 
 
 def _held_leases(store: Any) -> list[str]:
@@ -74,3 +130,32 @@ def test_sigterm_under_a_burst_of_20_exits_within_10_s_and_loses_nothing(
         stop(proc)
         if after is not None:
             stop(after)
+
+
+def test_a_step_stuck_past_the_deadline_is_handed_back_and_serve_still_exits(
+        cli_env: dict[str, str], fake_slack: Any, fake_gemini: Any, store: Any,
+        tmp_path: Path) -> None:
+    from tests.fakes import gemini_server as gem
+
+    fake_gemini.enqueue(gem.Scripted(200, text_turn("too late").body, 30.0))  # Gemini hangs
+    port = free_port()
+    env = ghost_env(cli_env, fake_slack, PORT=str(port), GHOST_SLACK_POST_INTERVAL_S="0",
+                    GHOST_LEASE_SECONDS="60")
+    log = tmp_path / "ghost.log"
+    proc = start("serve", env, tmp_path, log)
+    try:
+        investigate(wait_healthy(port, proc), fake_slack, "gemini never answers")
+        wait_until(lambda: bool(fake_gemini.requests), 30, "the model call")
+        (inv,) = store.list_investigations()
+        assert store.get_investigation(inv.session_id).lease_owner  # in its step
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        assert time.monotonic() - signalled < 10, log.read_text()[-3000:]
+        inv = store.get_investigation(inv.session_id)
+        # handed back at once (not after the 60 s lease): runnable for the next process
+        assert inv.lease_owner is None and inv.status in ("queued", "running")
+        assert _held_leases(store) == []
+        assert "handed back 1 investigation" in log.read_text()
+    finally:
+        stop(proc)

@@ -112,7 +112,6 @@ webapp config: show
 webapp config access-restriction: show
 webapp vnet-integration: list
 functionapp: list show
-containerapp: list show
 acr: list show
 """
 

@@ -1,0 +1,99 @@
+"""The things a scenario names (VMs, NSGs and rules, routes, VNets, subnets, peerings, zones,
+addresses), so the scorer can tell whether a cited record and a claim talk about the same thing.
+
+A mention is an exact name or address, case-insensitive, not part of a longer name
+(``web-vm-01`` is not in ``web-vm-010``). Names imply what contains them: a rule implies its
+NSG, a route its route table, an address the VM that holds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lab.scenario import Scenario
+
+#: names shorter than this are too likely to be ordinary words
+MIN_ALIAS = 4
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """alias (lower case) -> the entity keys a mention of it implies."""
+
+    aliases: dict[str, frozenset[str]]
+    pattern: re.Pattern[str] | None
+
+    def mentions(self, text: str) -> frozenset[str]:
+        """Every entity the text names."""
+        if self.pattern is None or not text:
+            return frozenset()
+        found: set[str] = set()
+        for match in self.pattern.finditer(text.lower()):
+            found |= self.aliases[match.group(1)]
+        return frozenset(found)
+
+
+def _add(table: dict[str, set[str]], alias: object, *keys: str) -> None:
+    text = str(alias).strip().lower()
+    if len(text) >= MIN_ALIAS:
+        table.setdefault(text, set()).update(keys)
+
+
+def vocabulary(scenario: Scenario) -> Vocabulary:
+    """The scenario's names and addresses, each with what a mention of it implies."""
+    table: dict[str, set[str]] = {}
+    holders = {str(vm.ip): f"vm:{vm.name}" for vm in scenario.vms}
+
+    def address(ip: object) -> str:
+        return holders.get(str(ip), f"ip:{ip}")
+
+    for vm in scenario.vms:
+        key = f"vm:{vm.name}"
+        for alias in (vm.name, vm.ip, f"{vm.name}VMNic"):
+            _add(table, alias, key)
+    for nsg in scenario.nsgs:
+        _add(table, nsg.name, f"nsg:{nsg.name}")
+        for rule in nsg.rules:
+            _add(table, rule.name, f"rule:{nsg.name}/{rule.name}", f"nsg:{nsg.name}")
+    for rt in scenario.route_tables:
+        _add(table, rt.name, f"rt:{rt.name}")
+        for route in rt.routes:
+            _add(table, route.name, f"route:{rt.name}/{route.name}", f"rt:{rt.name}")
+            if route.next_hop_ip is not None:
+                _add(table, route.next_hop_ip, address(route.next_hop_ip))
+    for vnet in scenario.vnets:
+        _add(table, vnet.name, f"vnet:{vnet.name}")
+        for space in vnet.address_space:
+            _add(table, space, f"vnet:{vnet.name}")
+        for server in vnet.dns_servers:
+            _add(table, server, address(server))
+        for subnet in vnet.subnets:
+            _add(table, subnet.name, f"subnet:{vnet.name}/{subnet.name}")
+            _add(table, subnet.prefix, f"subnet:{vnet.name}/{subnet.name}")
+        for peering in vnet.peerings:
+            _add(table, peering.name, f"peering:{vnet.name}/{peering.name}")
+    for zone in scenario.private_dns_zones:
+        _add(table, zone.name, f"zone:{zone.name}")
+        for record, ip in zone.records.items():
+            _add(table, f"{record}.{zone.name}", f"zone:{zone.name}", address(ip))
+            _add(table, ip, address(ip))
+    for name, ip in scenario.public_dns.items():
+        _add(table, name, f"dns:{name}")
+        _add(table, ip, address(ip))
+    for flow in scenario.traffic:
+        _add(table, flow.to, address(flow.to) if flow.to[:1].isdigit() else f"vm:{flow.to}")
+    aliases = {alias: frozenset(keys) for alias, keys in table.items()}
+    return Vocabulary(aliases, _pattern(aliases))
+
+
+def _pattern(aliases: Iterable[str]) -> re.Pattern[str] | None:
+    ordered = sorted(aliases, key=len, reverse=True)  # the longest name wins at one place
+    if not ordered:
+        return None
+    body = "|".join(re.escape(a) for a in ordered)
+    # not inside a longer name or address; a sentence's final dot is fine
+    return re.compile(rf"(?<![\w.-])({body})(?![\w-]|\.\w)")
