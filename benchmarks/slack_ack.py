@@ -71,7 +71,8 @@ def main() -> int:
     services = build_slack(settings, store)
     runtime = services.runtime
     worker = Worker(store=store, engine=runtime.engine, shell_for=runtime.shell_for,
-                    after=runtime.after_advance, failed=runtime.failed, lease_seconds=60)
+                    after=runtime.after_advance, failed=runtime.failed, lease_seconds=60,
+                    before=runtime.before_advance)
     runtime.kick = worker.wake
     stop = threading.Event()
     threading.Thread(target=worker.run_forever, args=(stop,),

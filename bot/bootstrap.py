@@ -111,7 +111,7 @@ def build_engine(
     own banner: ``lab_notice=False``)."""
     from bot.gemini_brain import GeminiBrain
     from bot.terminal import TerminalNotifier
-    from bot.terminal_approver import TerminalApprover
+    from bot.terminal.approver import TerminalApprover
     from core.engine.loop import Engine
 
     if store.lab and lab_notice:

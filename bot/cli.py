@@ -28,6 +28,7 @@ HANDLERS: dict[tuple[str, ...], str] = {
     ("lab", "check"): "lab:check",
     ("lab", "exec"): "lab:exec_command",
     ("demo",): "demo:demo",
+    ("eval",): "eval:eval_command",
     ("doctor",): "doctor:doctor",
 }
 HANDLERS.update(CONTRACT_HANDLERS)  # status, approvals, watch, audit show (docs/agent-contract.md)
@@ -119,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--model", help="the Gemini model when GEMINI_API_KEY is set")
     demo.add_argument("--yes", action="store_true",
                       help="approve RISKY commands as a second engineer would (unattended)")
+
+    from bot.commands.eval import add_parser as add_eval_parser
+
+    add_eval_parser(groups)  # `ghost eval` (docs/eval.md)
 
     lab = groups.add_parser("lab", help="the simulated Azure estate: list, check, exec")
     lab_cmds = lab.add_subparsers(dest="command", metavar="SUBCOMMAND")

@@ -74,6 +74,12 @@ class Settings(BaseSettings):
         "against that simulated estate (no Azure role needed) and every post says it is a lab "
         "run. Unset: real Azure.",
     )
+    prices: str | None = Field(
+        default=None, validation_alias=AliasChoices("GHOST_PRICES"),
+        description="Model prices for cost figures (`ghost eval`, docs/eval.md): JSON "
+        '{"MODEL": {"prompt": $, "output": $, "thinking": $}}, US dollars per million tokens. '
+        "A model not listed shows no cost (n/a).",
+    )
     azure_static_token: str | None = Field(
         default=None,
         description="Tests only: a fixed bearer token, accepted only for a loopback ARM endpoint.",

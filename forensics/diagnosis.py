@@ -44,15 +44,18 @@ M32, HALF = 0xFFFFFFFF, 0x80000000
 FAILED = ("unanswered", "refused", "unreachable", "abandoned", "at_capture_end", "half_open",
           "synack_only")
 
-OUTCOME_TEXT = {
-    "established": "established", "closed": "established and closed normally",
-    "refused": "refused (SYN answered by RST)", "unanswered": "SYN never answered",
-    "unreachable": "SYN answered by ICMP unreachable", "abandoned": "SYN sent, then given up "
-    "with a RST before any answer", "at_capture_end": "SYN sent just before the capture ended",
+OUTCOME_TEXT = {  # what each outcome means, without repeating its name
+    "established": "handshake completed, not closed in the capture",
+    "closed": "handshake completed, closed with FIN both ways",
+    "refused": "SYN answered by RST", "unanswered": "SYN (and its retries) never answered",
+    "unreachable": "SYN answered by ICMP destination unreachable",
+    "abandoned": "SYN sent, then given up with a RST before any answer",
+    "at_capture_end": "SYN sent just before the capture ended",
     "half_open": "SYN answered by SYN-ACK, handshake never completed",
-    "synack_only": "only the responder's SYN-ACK seen, nothing from the originator (this point "
-    "is on the return path only)", "reset": "reset after the "
-    "handshake", "stalled": "data retransmitted and never acknowledged",
+    "synack_only": "only the responder's SYN-ACK seen, nothing from the originator: this "
+    "point is on the return path only",
+    "reset": "ended by RST after the handshake",
+    "stalled": "data retransmitted and never acknowledged",
     "midstream": "started before the capture (no SYN seen)",
 }
 
@@ -84,6 +87,15 @@ class Diagnosis:
     zero_windows: list[dict[str, Any]]
     handshake_retries: dict[str, int]
     scan_flows: set[int] = field(default_factory=set)  # ids of connections in a scan
+    _paths: dict[tuple[frozenset[str], int], int] = field(default_factory=dict)
+
+    def path_count(self, a: str, b: str, port: int) -> int:
+        """Connections between hosts a and b (either way) to server port ``port``."""
+        if not self._paths:
+            for c in self.connections:
+                k = (frozenset((c.flow["src"], c.flow["dst"])), c.flow["dport"])
+                self._paths[k] = self._paths.get(k, 0) + 1
+        return self._paths.get((frozenset((a, b)), port), 0)
 
     def by_outcome(self, *outcomes: str, include_scans: bool = False) -> list[Connection]:
         return [c for c in self.connections if c.outcome in outcomes

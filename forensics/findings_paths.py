@@ -17,15 +17,17 @@ from .wording import listing, plural
 Finding = dict[str, Any]
 T = TypeVar("T")
 EXAMPLES = 2
+MAX_GROUPS = 3  # paths per kind of finding; the semantic JSON keeps every connection
 EVIDENCE = 10
 
 
 def group(items: Iterable[T], key: Callable[[T], tuple[Any, ...]]) -> list[list[T]]:
-    """Items with the same key together, groups in order of first appearance."""
+    """Items with the same key together: the largest groups first (then in order of first
+    appearance), at most MAX_GROUPS of them, so many paths cannot flood the summary."""
     out: dict[tuple[Any, ...], list[T]] = {}
     for it in items:
         out.setdefault(key(it), []).append(it)
-    return list(out.values())
+    return sorted(out.values(), key=lambda g: -len(g))[:MAX_GROUPS]
 
 
 def spread(frame_lists: list[list[int]], limit: int = EVIDENCE) -> list[int]:
@@ -63,8 +65,7 @@ def sizes(values: list[int]) -> str:
 
 def on_path(diag: Diagnosis, a: str, b: str, port: int, n: int) -> str:
     """'60 connections', or '56 of the 60 connections' when the path had more than these."""
-    total = sum(1 for c in diag.connections
-                if {c.flow["src"], c.flow["dst"]} == {a, b} and c.flow["dport"] == port)
+    total = diag.path_count(a, b, port)
     return plural(n, "connection") if total <= n else f"{n} of the {total} connections"
 
 

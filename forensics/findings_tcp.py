@@ -177,7 +177,8 @@ def _loss_finding(diag: Diagnosis, frames: dict[int, list[int]], doc: dict[str, 
         f"{plural(retx, 'data segment')} retransmitted{others} ({percent(retx, segs)} of "
         f"{plural(segs, 'data segment')})",
         f"On {loss['connections_with_retransmissions']} of the "
-        f"{plural(loss['connections'], 'connection')}{others}. By direction: "
+        f"{plural(loss['connections'], 'connection')}"
+        + (" not explained above" if others else "") + ". By direction: "
         + listing(dirs, 3)
         + (f"; worst flow {flows[0]['flow']} ({flows[0]['retransmitted']} of "
            f"{flows[0]['data_segments']})" if len(flows) > 1 else "")

@@ -148,7 +148,8 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
     for w in cap["warnings"]:
         L.append(f"- WARNING: {w}")
     L += ["", "## TCP", ""]
-    L += _table(["flag", "frames"], [[k, v] for k, v in doc["tcp_analysis"].items() if v])
+    flags = [[k, v] for k, v in doc["tcp_analysis"].items() if v]
+    L += _table(["flag", "frames"], flags) if flags else ["No TCP analysis flag was set."]
     states = doc["tcp_conn_states"]
     L += ["", f"RST packets: {doc['tcp_resets']}; connection states: "
           + (", ".join(f"{k} {v}" for k, v in states.items()) or "none"), ""]
@@ -156,15 +157,17 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
         L += [state_legend(sorted(states)), ""]
     conns = doc["diagnosis"]["tcp_connections"]
     if conns["total"]:
-        L += ["Connection outcomes: " + ", ".join(
-            f"{k.replace('_', ' ')} {v} ({conns['outcome_meanings'][k]})"
-            for k, v in conns["by_outcome"].items()), ""]
+        L += ["Connection outcomes:", ""] + [
+            f"- {k.replace('_', ' ')}: {v:,} ({conns['outcome_meanings'][k]})"
+            for k, v in conns["by_outcome"].items()] + [""]
     if doc["tcp_analysis"]["retransmission"]:
         L += ["The `retransmission` flag counts every frame tshark marks as re-sent"
               + retransmission_note(doc) + "; the data loss figures below count data "
               "segments only.", ""]
     loss = doc["diagnosis"]["data_loss"]
-    if not loss["retransmitted"]:
+    if not loss["data_segments"]:
+        L += ["Data loss: no data segment (TCP payload) in the capture.", ""]
+    elif not loss["retransmitted"]:
         L += [f"Data loss: none of {plural(loss['data_segments'], 'data segment')} was "
               "retransmitted.", ""]
     else:
@@ -194,36 +197,21 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
                  "handshake", "tcp analysis"], rows)
     dns = doc["dns"]
     ex = dns["exchanges"]
-    L += ["", "## DNS", "",
-          f"{plural(dns['queries'], 'query', 'queries')} ({plural(dns['retries'], 'retry')}) "
-          f"for {plural(ex['total'], 'name')}, {plural(dns['responses'], 'response')}; "
-          f"{ex['unanswered']} of {plural(ex['total'], 'name')} never answered"
-          + (" (" + ", ".join(f"{s}: {n} queries" for s, n in ex["unanswered_by_server"].items())
-             + ")" if ex["unanswered_by_server"] else "")
-          + "; median answer time " + (duration_ms(dns["median_answer_ms"])
-                                        if dns["median_answer_ms"] is not None else "-"), ""]
-    if dns["rcodes"]:
-        L += _table(["rcode", "responses"], [[k, v] for k, v in dns["rcodes"].items()]) + [""]
-    if dns["failures"]:
-        L += _table(["frame", "name", "type", "rcode", "server"], [
-            [f["frame"], f["name"], f["qtype"], f["rcode"], f["server"]] for f in dns["failures"]
-        ]) + [""]
-    if dns["slowest_answers"]:
-        L += _table(["answer time", "name", "type", "query frame", "answer frame"], [
-            [duration_ms(s["ms"]), s["name"], s["qtype"], s["query_frame"], s["answer_frame"]]
-            for s in dns["slowest_answers"][:5]
-        ]) + [""]
-    icmp = doc["icmp"]
-    L += ["## ICMP", ""]
-    if icmp["type_code"] or icmp["icmpv6_type_code"]:
-        L += _table(["type/code", "packets"], [[k, v] for k, v in icmp["type_code"].items()]
-                    + [[f"v6 {k}", v] for k, v in icmp["icmpv6_type_code"].items()])
-    for e in icmp["unreachables"] + icmp["fragmentation_needed"]:
-        q = e.get("quoted_flow") or {}
-        L.append(f"- frame {e['frame']}: {e['meaning']} from {e['from']} about "
-                 f"{value(q.get('proto'))} {value(q.get('src'))}:{q.get('sport', '')} -> "
-                 f"{value(q.get('dst'))}:{q.get('dport', '')}"
-                 + (f" (next-hop MTU {e['next_hop_mtu']})" if "next_hop_mtu" in e else ""))
+    L += ["", "## DNS", ""]
+    if not dns["queries"] and not dns["responses"]:
+        L += ["No DNS traffic.", ""]
+    else:
+        by_srv = ex["unanswered_by_server"]
+        L += [f"{plural(dns['queries'], 'query', 'queries')} ({plural(dns['retries'], 'retry')})"
+              f" for {plural(ex['total'], 'name')}, {plural(dns['responses'], 'response')}; "
+              f"{ex['unanswered']} of {plural(ex['total'], 'name')} never answered"
+              + (" (" + ", ".join(f"{s}: {n} queries" for s, n in by_srv.items()) + ")"
+                 if by_srv else "")
+              + "; median answer time " + (duration_ms(dns["median_answer_ms"])
+                                            if dns["median_answer_ms"] is not None else "-"),
+              ""]
+    L += _dns_tables(dns)
+    L += _icmp_section(doc["icmp"])
     L += ["", "## TLS and HTTP", ""]
     L.append("TLS alerts: " + (", ".join(f"{k} {v}" for k, v in
                                           doc["tls_alerts"]["counts"].items()) or "none"))
@@ -236,3 +224,34 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
     ])
     L.append("")
     return "\n".join(L)
+
+
+def _dns_tables(dns: dict[str, Any]) -> list[str]:
+    L: list[str] = []
+    if dns["rcodes"]:
+        L += _table(["rcode", "responses"], [[k, v] for k, v in dns["rcodes"].items()]) + [""]
+    if dns["failures"]:
+        L += _table(["frame", "name", "type", "rcode", "server"], [
+            [f["frame"], f["name"], f["qtype"], f["rcode"], f["server"]] for f in dns["failures"]
+        ]) + [""]
+    if dns["slowest_answers"]:
+        L += _table(["answer time", "name", "type", "query frame", "answer frame"], [
+            [duration_ms(s["ms"]), s["name"], s["qtype"], s["query_frame"], s["answer_frame"]]
+            for s in dns["slowest_answers"][:5]
+        ]) + [""]
+    return L
+
+
+def _icmp_section(icmp: dict[str, Any]) -> list[str]:
+    L = ["## ICMP", ""]
+    if not icmp["type_code"] and not icmp["icmpv6_type_code"]:
+        return L + ["No ICMP."]
+    L += _table(["type/code", "packets"], [[k, v] for k, v in icmp["type_code"].items()]
+                + [[f"v6 {k}", v] for k, v in icmp["icmpv6_type_code"].items()])
+    for e in icmp["unreachables"] + icmp["fragmentation_needed"]:
+        q = e.get("quoted_flow") or {}
+        L.append(f"- frame {e['frame']}: {e['meaning']} from {e['from']} about "
+                 f"{value(q.get('proto'))} {value(q.get('src'))}:{q.get('sport', '')} -> "
+                 f"{value(q.get('dst'))}:{q.get('dport', '')}"
+                 + (f" (next-hop MTU {e['next_hop_mtu']})" if "next_hop_mtu" in e else ""))
+    return L

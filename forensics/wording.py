@@ -17,7 +17,8 @@ ZEEK_STATES = {
     "RSTR": "responder reset it", "RSTOS0": "originator sent SYN then RST, no SYN-ACK seen",
     "RSTRH": "responder sent SYN-ACK then RST, no SYN seen", "SH": "originator sent SYN then "
     "FIN, no SYN-ACK", "SHR": "responder sent SYN-ACK then FIN, no SYN seen",
-    "OTH": "no SYN seen (started before the capture)",
+    "OTH": "no SYN seen (started before the capture, or only its other direction passes "
+    "here)",
 }
 HISTORY_LEGEND = ("history letters: S SYN, H SYN-ACK, A ACK, D data, F FIN, R RST; upper case "
                   "from the originator, lower case from the responder")

@@ -17,7 +17,18 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from core.errors import GhostError
 from storage.errors import DatabaseNotMigrated, DatabaseUnreachable, too_new
+
+#: the databases Ghost runs on (SQLAlchemy backend names)
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+URL_EXAMPLES = "postgresql://user@host:5432/ghost or sqlite:////var/lib/ghost/ghost.db"
+
+
+class DatabaseUrlInvalid(GhostError):
+    """GHOST_DATABASE_URL is not a URL Ghost can use (not a URL, another database, no driver)."""
+
+    exit_code = 2
 
 
 def normalise_url(url: str) -> str:
@@ -65,10 +76,28 @@ def tolerant_json(text: str) -> Any:
         return {CORRUPTED_JSON: f"malformed JSON ({exc.msg} at character {exc.pos})"}
 
 
+def parse_url(url: str) -> Any:
+    """The parsed URL, or one line saying what is wrong with GHOST_DATABASE_URL."""
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(normalise_url(url))
+    except (ArgumentError, ValueError):
+        raise DatabaseUrlInvalid(
+            f"GHOST_DATABASE_URL is not a database URL: {safe_url(url)!r}.",
+            f"Use a URL with a scheme, e.g. {URL_EXAMPLES}.") from None
+    backend = parsed.get_backend_name()
+    if backend not in SUPPORTED_BACKENDS:
+        raise DatabaseUrlInvalid(
+            f"GHOST_DATABASE_URL names a {backend} database ({safe_url(url)}); Ghost runs on "
+            "PostgreSQL or SQLite only.", f"Use e.g. {URL_EXAMPLES}.")
+    return parsed
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite files get their directory created."""
     url = normalise_url(url)
-    parsed = make_url(url)
+    parsed = parse_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -79,7 +108,13 @@ def make_engine(url: str) -> Engine:
     connect_args: dict[str, Any] = {}
     if parsed.get_backend_name() == "postgresql":
         connect_args["connect_timeout"] = 5
-    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    try:
+        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    except ImportError as exc:  # e.g. postgresql+asyncpg:// without that driver installed
+        raise DatabaseUrlInvalid(
+            f"GHOST_DATABASE_URL asks for the database driver {parsed.drivername!r}, which is "
+            f"not installed ({exc.name or exc}).",
+            "Use postgresql://… (Ghost's psycopg driver) or sqlite:///….") from None
 
 
 class Database:

@@ -97,6 +97,9 @@ class StatusView:
     denials: int = 0
     #: captures' progress (task id, state, polls), from ``capture_lines``
     captures: tuple[str, ...] = ()
+    #: tokens, estimated cost and time so far (core.engine.usage.status_usage), when the
+    #: model reported usage
+    usage: str = ""
 
     def fingerprint(self) -> str:
         """Equal fingerprints mean an edit would change nothing (so none is sent)."""
@@ -115,8 +118,20 @@ def status_view(inv: InvestigationLike) -> StatusView:
         status=inv.status, phase=PHASES.get(inv.status, inv.status),
         turn=int(state.get("turn_count") or 0), max_turns=int(engine.get("max_turns") or 50),
         hypotheses=hyps, tasks=tuple(str(t) for t in state.get("active_task_ids") or []),
-        denials=denials,
+        denials=denials, usage=_usage(engine),
     )
+
+
+def _usage(engine: Mapping[str, Any]) -> str:
+    """Tokens, estimated cost (GHOST_PRICES) and time so far, when the model reported usage."""
+    from core.engine.usage import recorded, status_usage
+    from core.session_state import utc_now
+
+    if not recorded(engine):
+        return ""
+    from bot.settings import load_settings
+
+    return status_usage(engine, load_settings().prices, utc_now())
 
 
 @dataclass(frozen=True)

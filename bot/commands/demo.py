@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from bot.settings import Settings, load_settings
 from bot.terminal import RULE, Prompter, banner
-from bot.terminal_approver import local_user, render_alert
+from bot.terminal.approver import local_user, print_alert
 from core.safety.approval import ApprovalRequest, Decision
 
 DEFAULT_SCENARIO = "nsg-deny-redis"
@@ -37,7 +37,7 @@ class SecondEngineer:
         self.stdin = sys.stdin
 
     def request(self, request: ApprovalRequest) -> Decision:
-        self.out.write("\n" + render_alert(request) + "\n")
+        print_alert(request, self.out)
         self.out.write(f"Your choice: a   ← approved by {SECOND_ENGINEER}\n")
         self.out.flush()
         return Decision.approve(SECOND_ENGINEER)

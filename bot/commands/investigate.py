@@ -125,7 +125,7 @@ def _begin(engine: object, store: object, session_id: str, symptom: str | None,
 
 
 def prompter_user() -> str:
-    from bot.terminal_approver import local_user
+    from bot.terminal.approver import local_user
 
     return local_user()
 
@@ -172,6 +172,16 @@ def _resume(store: object, engine: object, session_id: str, prompter: Prompter, 
     out.write(f"Resuming {session_id}: {inv.symptom}\n")
     engine.mark_resumed(session_id, integrity_warning=warning)
     return session_id, None
+
+
+def _usage(engine_state: object) -> str | None:
+    """Tokens and estimated cost of the investigation (GHOST_PRICES, docs/eval.md); None
+    when no model call reported usage (a replay)."""
+    from bot.settings import load_settings
+    from core.engine.usage import recorded, usage_line
+
+    state = engine_state if isinstance(engine_state, dict) else None
+    return usage_line(state, load_settings().prices) if recorded(state) else None
 
 
 def _decide_open_approval(engine: object, store: object, approval_id: str | None) -> bool:
@@ -246,5 +256,6 @@ def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
             closing_banner(out, path=outcome.rca_path, confidence=str(rca.get("confidence")),
                            turns=int(inv.state.get("turn_count") or 0),
                            duration_s=rca.get("duration_s"), error=outcome.rca_error,
-                           already_done=outcome.already_done)
+                           already_done=outcome.already_done,
+                           usage=_usage(inv.engine_state))
             return 0

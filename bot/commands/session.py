@@ -7,6 +7,8 @@ import json
 import sys
 
 from bot.bootstrap import build_store
+from bot.settings import load_settings
+from core.engine.usage import usage_line
 from core.session_state import ChecksumStatus, check_checksum
 
 
@@ -39,6 +41,7 @@ def show(args: argparse.Namespace) -> int:
         print(f"lab:         {inv.lab} (a simulated estate; nothing ran against Azure)")
     print(f"created:     {doc.get('created_at')}")
     print(f"turns:       {doc.get('turn_count')}")
+    print(f"usage:       {usage_line(inv.engine_state, load_settings().prices)}")
     print(f"hypotheses:  {len(doc.get('hypothesis_log') or [])}"
           f" (active: {', '.join(doc.get('active_hypothesis_ids') or []) or '-'})")
     print(f"tasks:       {', '.join(doc.get('active_task_ids') or []) or '-'}")

@@ -45,7 +45,7 @@ def cli_services(settings: Any, store: Any, *, brain: Any = None) -> CliServices
 def detach(args: argparse.Namespace) -> int:
     from bot.bootstrap import build_store
     from bot.settings import load_settings
-    from bot.terminal_approver import local_user
+    from bot.terminal.approver import local_user
 
     if not args.detach:
         raise ContractError(Code.INVALID_ARGUMENT, "--json goes with --detach: an attached "

@@ -75,7 +75,8 @@ def status_message(view: StatusView) -> tuple[Blocks, str]:
     head = f"*Ghost investigation* `{view.session_id or 'starting'}` — {escape(view.phase)}"
     lines = [head, f">{escape(clip(view.symptom, 500))}",
              f"Requested by {mention(view.requested_by)} · turn {view.turn}/{view.max_turns}"
-             f" · denials {view.denials}"]
+             f" · denials {view.denials}"
+             + (f" · {escape(view.usage)}" if view.usage else "")]
     blocks: Blocks = [section("\n".join(lines))]
     if view.hypotheses:
         hyps = "\n".join(f"{STATE_ICON.get(h.state, '•')} `{escape(h.id)}` {escape(h.state)}"

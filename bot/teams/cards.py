@@ -94,7 +94,8 @@ def status_card(view: StatusView, names: Names = raw_name) -> Card:
             text_block(view.phase, color="Accent"),
             text_block(plain(clip(view.symptom, 500)), isSubtle=True),
             text_block(f"Requested by {plain(names(view.requested_by))} · turn {view.turn}/"
-                       f"{view.max_turns} · denials {view.denials}", size="Small")]
+                       f"{view.max_turns} · denials {view.denials}"
+                       + (f" · {plain(view.usage)}" if view.usage else ""), size="Small")]
     if view.hypotheses:
         body.append(text_block("**Hypotheses**"))
         body += [text_block(f"{STATE_ICON.get(h.state, '•')} {plain(h.id)} {h.state} — "

@@ -183,6 +183,10 @@ class Engine:
                                      audit_dir=str(state.get("audit_dir") or self.audit_dir))
         reply = self._generate(prompt, history)
         state["turn_count"] = int(state["turn_count"]) + 1
+        if reply.usage:  # Gemini's usageMetadata per model call, saved with the turn
+            engine["usage"] = [*(engine.get("usage") or []),
+                               {"turn": state["turn_count"], "model": str(self.brain.model),
+                                **reply.usage}]
         now = iso_utc(self.clock())
         known = command_audit_ids(records)
         hyp.apply_text(state, reply.text, now, known)

@@ -174,9 +174,11 @@ step explains the symptom, and report the rule, route or link it names.
      to the public address. Compare with dig from where Ghost runs ([LOCAL]).
   5. The endpoints themselves — az vm get-instance-view -g <rg> -n <vm>
        --query "instanceView.statuses[1].displayStatus" -o tsv  (power state)
-     Whether the service listens is inside the VM: az vm run-command invoke runs
-     code on the VM and Ghost's gate refuses it; ask the engineer, or pivot (see
-     SPECIFIC PIVOTS).
+     Whether the service listens is inside the VM: az vm run-command invoke -g <rg>
+       -n <vm> --command-id RunShellScript --scripts "ss -ltn" (one read-only probe
+     per line: ss, ip, dig, nslookup, ping, nc -z, curl GET, top -b, uptime, cat
+     /etc/resolv.conf). It runs on a production VM, so a second engineer must approve
+     it; any other script is FORBIDDEN. If denied, pivot (see SPECIFIC PIVOTS).
   6. Capture (LEVEL 4) only when 1-5 look right but traffic still fails.
   Also: az network watcher test-connectivity -g <rg> --source-resource <vm>
   --dest-address <ip> --dest-port <port> walks the hops and reports where a

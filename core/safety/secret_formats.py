@@ -41,11 +41,14 @@ FORMAT_PATTERNS: Final[tuple[TokenPattern, ...]] = (
                  re.compile(r"(?i):[ \t]{0,5}(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+" + _QUOTED)),
     TokenPattern("network_psk", ("pre-shared", "preshared", "psksecret", "isakmp", "key-string",
                                  "authentication-key", "enable secret", "enable password",
-                                 "username", "server key", "set passwd", "psk "),
+                                 "username", "server key", "set passwd", "psk ",
+                                 "plaintext-password", "encrypted-password", "\n password ",
+                                 "\npassword "),
                  re.compile(
         r"(?i)(?<![A-Za-z0-9_-])(?:pre-?shared-?(?:key|secret)|psksecret|isakmp[ \t]+key"
         r"|key-string|authentication-key|(?:tacacs|radius)-server[ \t]+key"
         r"|psk[ \t]+[A-Za-z0-9_.-]{1,64}[ \t]+secret|set[ \t]+(?:passwd|password)"
+        r"|(?:plaintext|encrypted)-password|(?<=\n)[ \t]{0,8}password(?=[ \t]+[0-9]{1,2}[ \t])"
         r"|(?:enable|username[ \t]+[^\s]{1,64}(?:[ \t]+privilege[ \t]+[0-9]{1,2})?)[ \t]+"
         r"(?:secret|password))"
         r"(?:[ \t]+(?:local|remote|ascii-text|hexadecimal|enc|hex|[0-9]{1,2})){0,2}[ \t]+"

@@ -12,7 +12,13 @@ import re
 from typing import Final
 
 from core.safety.hosts import word_hits_metadata, word_hits_wireserver
-from core.safety.lexer import normalize_hostile, tolerant_segments
+from core.safety.lexer import (
+    normalize_hostile,
+    printable_ascii_problem,
+    strict_lex,
+    tolerant_segments,
+)
+from core.safety.rules.vm_probe import vm_probe_problem
 from core.safety.tier0_classes import (
     COMMAND_KEYS_RE,
     MORE_WRAPPERS,
@@ -388,8 +394,20 @@ def tier0(command: str) -> Verdict | None:
     for words in segments:
         found = _segment(words, budget)
         if found is not None:
+            if found.rule == "T0.az_remote_exec" and is_vm_probe(command):
+                continue  # a read-only in-VM probe: Tier 2 makes it RISKY (rules/vm_probe.py)
             return found
     return None
+
+
+def is_vm_probe(command: str) -> bool:
+    """True for `az vm run-command invoke` of read-only probes, parsed strictly (no expansion)."""
+    if printable_ascii_problem(command) is not None:
+        return False
+    lex = strict_lex(command)
+    if lex.unbalanced or lex.hazards or lex.words[:1] != ["az"]:
+        return False
+    return vm_probe_problem(lex.words[1:]) is None
 
 
 def _reads_routes_only(words: list[str]) -> bool:

@@ -128,6 +128,8 @@ _RULE_LIST: Final[tuple[Rule, ...]] = (
        "read (it may make the read return secrets)"),
     _r("T2.az_secret_read", _R, "az read that returns keys, secrets, SAS tokens, "
        "connection strings, credentials or app settings"),
+    _r("T2.az_vm_probe", _R, "az vm run-command invoke of read-only probes (ss, ip, dig, "
+       "nslookup, ping, nc -z, curl GET, top -b …) inside a VM; any other script is T0"),
     _r("T2.az_rest", _R, "az rest sends an arbitrary ARM/Graph request"),
     _r("T2.az_mutating_verb", _R, "az verb that changes state (create, update, delete, set, "
        "start, stop, download, ...)"),

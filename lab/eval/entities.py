@@ -2,8 +2,9 @@
 addresses), so the scorer can tell whether a cited record and a claim talk about the same thing.
 
 A mention is an exact name or address, case-insensitive, not part of a longer name
-(``web-vm-01`` is not in ``web-vm-010``). Names imply what contains them: a rule implies its
-NSG, a route its route table, an address the VM that holds it.
+(``web-vm-01`` is not in ``web-vm-010``, ``10.1.2.4`` not in ``10.1.2.40``). Names imply
+what contains them: a rule implies its NSG, a route its route table, an address the VM that
+holds it.
 """
 
 from __future__ import annotations
@@ -95,5 +96,6 @@ def _pattern(aliases: Iterable[str]) -> re.Pattern[str] | None:
     if not ordered:
         return None
     body = "|".join(re.escape(a) for a in ordered)
-    # not inside a longer name or address; a sentence's final dot is fine
-    return re.compile(rf"(?<![\w.-])({body})(?![\w-]|\.\w)")
+    # not inside a longer name or address (``_`` joins words in file names, so a capture
+    # file ghost_api-vm-01_….pcap names api-vm-01); a sentence's final dot is fine
+    return re.compile(rf"(?<![A-Za-z0-9.-])({body})(?![A-Za-z0-9-]|\.[A-Za-z0-9])")

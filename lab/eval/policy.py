@@ -15,8 +15,6 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.safety.classify import classify
-
 POLICIES = ("reads", "all", "none")
 DENY_CHANGES = "eval: changes are not allowed"
 DENY_ALL = "eval: approvals are off (--approve-policy none)"
@@ -83,6 +81,8 @@ def is_capture_step(command: str, capture_dir: Path | None) -> bool:
 
 def is_probe_run_command(command: str) -> bool:
     """``az vm run-command invoke`` whose every script command is SAFE for the gate."""
+    from core.safety.classify import classify
+
     words = _words(command)
     if words[:1] != ["az"] or _az_path(words)[:3] != ["vm", "run-command", "invoke"]:
         return False

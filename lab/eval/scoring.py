@@ -41,6 +41,7 @@ class Transcript:
     audit_records: Sequence[Mapping[str, Any]]
     task_events: Sequence[Mapping[str, Any]] = ()
     turn_count: int = 0
+    usage: Sequence[Mapping[str, Any]] = ()  # usageMetadata per model call, as the engine saved
 
 
 @dataclass(frozen=True)

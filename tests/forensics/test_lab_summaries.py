@@ -17,7 +17,7 @@ import pytest
 
 from forensics.cli import main
 from forensics.engine import analyze_capture
-from forensics.report import clip
+from forensics.report import clip, executive_summary_md, forensic_report_md
 from forensics.semantic import build_semantic
 from lab.network import Estate
 from lab.packets import ethernet, ip4, ipv4_packet, tcp_segment
@@ -178,6 +178,8 @@ def test_mixed_black_hole_and_loss_split_the_figures(tmp_path: Path) -> None:
                                     f"other connections")
     assert f"of {rest['data_segments']} data segments" in retx["title"]
     assert f"Not counted here: {black} retransmissions on" in retx["detail"]
+    assert (f"On {rest['connections_with_retransmissions']} of the {rest['connections']} "
+            "connections not explained above.") in retx["detail"]
     dirs = re.findall(r": (\d+) of (\d+) \(", retx["detail"].split(";")[0])
     assert sum(int(r) for r, _ in dirs) == rest["retransmitted"]
 
@@ -282,3 +284,17 @@ def test_zero_windows_say_how_many_connections(tmp_path: Path) -> None:
     got = [f for f in doc["findings"] if f["id"] == "tcp_zero_window"]
     assert len(got) == 1 and got[0]["title"].startswith(f"{C} stopped reading")
     assert "On 4 connections" in got[0]["detail"] and evidence_connections(doc, got[0]) == 4
+
+
+@pytest.mark.parametrize(("scenario", "vm"), ALL)
+def test_reports_have_no_empty_or_doubled_wording(lab_doc: Any, scenario: str, vm: str) -> None:
+    report = forensic_report_md(lab_doc(scenario, vm), f"{scenario} {vm}")
+    for wrong in ("None", "none of 0", "0 queries", "of 0 names", "the both", "(s)",
+                  "| flag | frames |\n|---|---|\n\n", "refused (refused", "## ICMP\n\n\n"):
+        assert wrong not in report, wrong
+    summary = executive_summary_md(lab_doc(scenario, vm), scenario)
+    assert len(summary.splitlines()) <= 50
+    flagged = lab_doc(scenario, vm)["tcp_analysis"]["retransmission"]
+    if flagged:  # the flag count never stands alone next to the loss figures
+        assert re.search(rf"retransmission {flagged} \((data segments only|all SYN|\d+ data)",
+                         summary)

@@ -239,6 +239,8 @@ SECRETS: list[tuple[str, str, list[str]]] = [
     ("tcpdump ftp lower", "length 14: FTP: pass lowerS3cret", ["lowerS3cret"]),
     ("tcpdump snmp unquoted", "10.0.0.4.161 > 10.0.0.5.5000:  C=Priv4teComm GetResponse(30)  .1.3.6.1.2.1.1.5.0=\"vm1\"", ["Priv4teComm"]),
     ("isSecret nested", '{"variables": {"api": {"isSecret": true, "value": "T0ken-Value-99"}}}', ["T0ken-Value-99"]),
+    ("vyos login", "set system login user ops authentication plaintext-password 'VyosL0gin!'", ["VyosL0gin!"]),
+    ("cisco line", "line vty 0 4\n password 7 0822455D0A16\n login", ["0822455D0A16"]),
     ("appconfig key", '{"key": "ConnectionStrings:Db", "value": "Server=x;Password=AppC0nf!;"}', ["AppC0nf!"]),
 ]
 
@@ -269,6 +271,7 @@ INNOCENT: list[tuple[str, str]] = [
     ("placeholders", "export AZURE_CLIENT_SECRET=<client-secret>\nexport REDIS_KEY=${REDIS_KEY}\npassword: '<your-password>'"),
     ("already redacted", "AccountKey=[REDACTED:storage_key];\nAuthorization: [REDACTED:authorization_header]\nSMTP: [REDACTED:decoder_secret]"),
     ("bcrypt in data", '{"algorithm": "bcrypt", "hash": "$2b$12$KIXQJQ1hJZ9yZ5K0QzZ6xO"}'),
+    ("prose", "The password policy requires 12 characters; rotate the key every 90 days."),
     ("passwd file", "root:x:0:0:root:/root:/bin/bash\nredis:x:110:117::/var/lib/redis:/usr/sbin/nologin"),
     ("mac list", "link/ether 00:0d:3a:aa:bb:cc brd ff:ff:ff:ff:ff:ff"),
     ("kv list", '[{"id": "https://kv.vault.azure.net/secrets/redis", "name": "redis", "attributes": {"enabled": true}}, {"name": "plain", "value": "not-a-vault-object"}]'),

@@ -49,7 +49,9 @@ AZ_PLAYBOOK: list[Row] = [
      "virtualMachines --direction Inbound --protocol TCP --source 10.1.0.4 --destination "
      "10.0.0.4 --port 6379", S, "NSG diagnostic"),
     ("az vm run-command invoke -g rg -n vm1 --command-id RunShellScript --scripts "
-     "'ss -tlnp'", F, "remote code stays FORBIDDEN as the gate had it"),
+     "'ss -tlnp'", R, "a read-only in-VM probe: a second engineer approves it (T2.az_vm_probe)"),
+    ("az vm run-command invoke -g rg -n vm1 --command-id RunShellScript --scripts "
+     "'ss -tlnp; id'", F, "any other script is remote code: FORBIDDEN"),
 ]
 
 #: issue 18: az reads decided by what they return, not by words

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.terminal_approver import TerminalApprover, render_alert
+from bot.terminal.approver import TerminalApprover, render_alert
 from core.safety.approval import ApprovalRequest, Decision
 from core.safety.shell import SafeExecShell, ShellLimits
 from storage.store import Store

@@ -26,6 +26,7 @@ from core.safety.rules.az_reads import (
     resource_type_of,
 )
 from core.safety.rules.base import Context, risky
+from core.safety.rules.vm_probe import vm_probe_problem
 from core.safety.verdict import Verdict, make_verdict
 
 _PATH_WORD_RE: Final = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -232,6 +233,8 @@ def classify_az(argv: tuple[str, ...], ctx: Context) -> Verdict:
     if path[0] == "rest":
         return risky("T2.az_rest", argv, "az rest sends an arbitrary request to ARM or Graph "
                      "(any method, any body); an engineer must approve it.")
+    if path == ["vm", "run-command", "invoke"]:
+        return _vm_probe(argv)
     if tuple(path) not in CLEAN_READS:
         return _option_hint(opts, path, argv) or _unlisted(path, argv)
     bad = _check_options(opts, path, argv)
@@ -241,3 +244,17 @@ def classify_az(argv: tuple[str, ...], ctx: Context) -> Verdict:
 
 
 __all__ = ["classify_az", "Context"]
+
+
+def _vm_probe(argv: tuple[str, ...]) -> Verdict:
+    """A read-only probe inside a VM is approvable; any other script never is (Tier 0)."""
+    problem = vm_probe_problem(list(argv[1:]))
+    if problem is not None:
+        return make_verdict("T0.az_remote_exec", f"Refused (T0.az_remote_exec): run-command "
+                            f"runs code on the VM; only read-only probes may ({problem}). "
+                            "This is never allowed, even with approval.", argv)
+    target = next((argv[i + 1] for i, w in enumerate(argv[:-1]) if w in ("-n", "--name")), "")
+    where = f"VM {target}" if target else "the VM"
+    return risky("T2.az_vm_probe", argv, f"Runs read-only probes inside {where} (az vm "
+                 "run-command invoke): nothing else can run this way, but it executes on a "
+                 "production machine, so a second engineer must approve it.")

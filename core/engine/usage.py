@@ -8,12 +8,11 @@ A model the table does not list has no cost (shown as n/a), never a guessed one.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from core.engine.brain import Brain, ModelReply
 from core.errors import GhostError
 
 #: usageMetadata's counters (camelCase, as the REST API and the SDK's by_alias dump write them)
@@ -115,23 +114,68 @@ def cost_of(table: Mapping[str, Price], model: str, usage: Usage) -> float | Non
     return None if price is None else round(price.cost(usage), 6)
 
 
-class MeteredBrain:
-    """A brain that remembers the ``usage`` of every reply it passes on."""
+def recorded(engine_state: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The usageMetadata the engine saved per model call (``engine_state["usage"]``), each
+    with its ``turn`` and ``model``."""
+    calls = (engine_state or {}).get("usage")
+    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
 
-    def __init__(self, inner: Brain) -> None:
-        self.inner = inner
-        self.model = inner.model
-        self.calls: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
 
-    def generate(self, *, system_prompt: str, tools: Sequence[Mapping[str, Any]],
-                 history: Sequence[Mapping[str, Any]]) -> ModelReply:
-        reply = self.inner.generate(system_prompt=system_prompt, tools=tools, history=history)
-        with self._lock:
-            self.calls.append(dict(reply.usage or {}))
-        return reply
+def priced(calls: Sequence[Mapping[str, Any]], table: Mapping[str, Price],
+           model: str = "") -> tuple[Usage, float | None]:
+    """Tokens over the calls and their cost, each call priced by the model that answered it
+    (``model`` when a call does not say); None when one of those models has no price."""
+    total, cost, unpriced = Usage(), 0.0, False
+    for call in calls:
+        usage = Usage.of(call)
+        total = total + usage
+        each = cost_of(table, str(call.get("model") or model), usage)
+        unpriced = unpriced or each is None
+        cost += each or 0.0
+    return total, (None if unpriced else round(cost, 6))
 
-    @property
-    def usage(self) -> Usage:
-        with self._lock:
-            return Usage.sum(self.calls)
+
+def describe(usage: Usage, cost: float | None) -> str:
+    """One line: tokens by kind, model calls and the estimated cost."""
+    if not usage.calls:
+        return "no model usage recorded"
+    money = ("cost n/a (the model has no price in GHOST_PRICES)" if cost is None
+             else f"est. ${cost:.4f}")
+    return (f"{usage.total:,} tokens (prompt {usage.prompt:,}, output {usage.output:,}, "
+            f"thinking {usage.thinking:,}) in {usage.calls} model call"
+            f"{'' if usage.calls == 1 else 's'}, {money}")
+
+
+def usage_line(engine_state: Mapping[str, Any] | None, prices: str | None,
+               model: str = "") -> str:
+    """The investigation's usage so far, for ``ghost session show``, the closing banner, the
+    chat status and the RCA. ``prices`` is GHOST_PRICES' text; an invalid table prices
+    nothing (``ghost eval`` and ``ghost doctor`` say what is wrong with it)."""
+    try:
+        table = parse_prices(prices)
+    except PriceTableError:
+        table = {}
+    return describe(*priced(recorded(engine_state), table, model))
+
+
+def status_usage(engine_state: Mapping[str, Any] | None, prices: str | None,
+                 now: datetime) -> str:
+    """The chat status's short form: ``52,301 tokens · est. $0.0312 · 4 min so far`` (whole
+    minutes, so the status is not edited every second); empty when no call reported usage."""
+    calls = recorded(engine_state)
+    if not calls:
+        return ""
+    try:
+        table = parse_prices(prices)
+    except PriceTableError:
+        table = {}
+    usage, cost = priced(calls, table)
+    parts = [f"{usage.total:,} tokens", "cost n/a" if cost is None else f"est. ${cost:.4f}"]
+    started = str((engine_state or {}).get("started_at") or "")
+    try:
+        begun = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    except ValueError:
+        return " · ".join(parts)
+    minutes = max(0, int((now - begun).total_seconds() // 60))
+    parts.append("<1 min so far" if minutes < 1 else f"{minutes} min so far")
+    return " · ".join(parts)

@@ -1,0 +1,115 @@
+"""What the engine does, printed for the person at the terminal (ghost-design §10)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+RULE = "═" * 54
+
+
+class TerminalNotifier:
+    """Prints what the engine does, in the spec's console style."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+
+    def _print(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def model_text(self, session_id: str, text: str) -> None:
+        self._print(f"\n[Ghost Agent] {text.strip()}")
+
+    def tool_result(self, session_id: str, name: str, args: Mapping[str, Any],
+                    result: Mapping[str, Any]) -> None:
+        if name == "run_shell_cmd":
+            self._print(shell_line(args, result))
+        elif result.get("error") == "unknown_tool":
+            self._print(f"[Ghost Agent] asked for a tool that does not exist ({name}); "
+                        "told it which tools there are.")
+        else:
+            self._print(orchestrator_line(name, result))
+
+    def approval_pending(self, session_id: str, name: str, args: Mapping[str, Any],
+                         result: Mapping[str, Any]) -> None:
+        what = args.get("command") or name
+        self._print(f"[Shell] Still waiting for a decision on: {what}")
+
+    def state_changed(self, session_id: str, state: Mapping[str, Any],
+                      engine_state: Mapping[str, Any]) -> None:
+        return None
+
+
+def shell_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    """One compact line per command, with its audit id."""
+    command = str(args.get("command") or "").strip() or "(no command given)"
+    audit = f"  [{result.get('audit_id')}]" if result.get("audit_id") else ""
+    status, action = result.get("status"), result.get("action")
+    classification = result.get("classification") or "?"
+    if status == "denied":
+        reason = result.get("denial_reason")
+        why = f" (reason: \"{reason}\")" if reason else ""
+        return f"[Shell] {classification} — denied: {command}{why}{audit}"
+    if result.get("error") == "forbidden_command":
+        return f"[Shell] FORBIDDEN — blocked: {command}{audit}"
+    if status == "error":
+        return f"[Shell] ERROR ({result.get('error')}): {command}{audit}"
+    ran = str(result.get("command") or command)
+    if ran != command:
+        command = f"{ran} (edited from: {command})"
+    label = {"auto_approved": "auto-approved", "user_approved": "approved",
+             "user_modified": "modified and approved"}.get(str(action), str(action))
+    exit_note = "" if result.get("exit_code") in (0, None) else \
+        f" (exit {result.get('exit_code')})"
+    said = f" → {result['meaning']}" if result.get("meaning") else ""
+    return f"[Shell] {classification} — {label}: {command}{exit_note}{said}{audit}"
+
+
+def orchestrator_line(name: str, result: Mapping[str, Any]) -> str:
+    task = result.get("task_id") or "-"
+    state = result.get("state") or result.get("status")
+    message = str(result.get("message") or result.get("error_detail") or "").strip()
+    return f"[Orchestrator] {name} {task}: {state}" + (f" — {message}" if message else "")
+
+
+def version() -> str:
+    """The installed Ghost's version (``ghost --version`` and the banner)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("ghost")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def banner(session_id: str, out: TextIO) -> None:
+    out.write(f"\n{RULE}\n  GHOST {version()}  |  Session: {session_id}\n{RULE}\n")
+    out.flush()
+
+
+def closing_banner(out: TextIO, *, path: str | None, confidence: str, turns: int,
+                   duration_s: float | None, error: str | None = None,
+                   already_done: bool = False, usage: str | None = None) -> None:
+    """The last lines of a run; they say only what happened in this run.
+
+    ``already_done``: the investigation had finished before (a resume of a finished session):
+    nothing was written now. ``path`` None: the write failed and the report was printed.
+    """
+    from core.engine.rca_sections import format_duration
+
+    if already_done:
+        head = (f"INVESTIGATION ALREADY FINISHED — RCA: {path}" if path else
+                "INVESTIGATION ALREADY FINISHED — its RCA was not written to a file")
+    elif path:
+        head = f"RCA REPORT WRITTEN: {path}"
+    else:
+        head = "RCA REPORT NOT WRITTEN" + (f" ({error})" if error else "") + \
+            " — the report is printed above"
+    took = format_duration(duration_s) if duration_s is not None else "unknown"
+    out.write(f"\n{RULE}\n  {head}\n"
+              f"  Confidence: {confidence}  |  Turns: {turns}  |  Duration: {took}\n"
+              + (f"  Usage: {usage}\n" if usage else "") + f"{RULE}\n")
+    out.flush()
