@@ -111,6 +111,7 @@ def build_engine(
     own banner: ``lab_notice=False``)."""
     from bot.gemini_brain import GeminiBrain
     from bot.terminal import TerminalNotifier
+    from bot.terminal.activity import Activity, ThinkingBrain, watch_commands
     from bot.terminal.approver import TerminalApprover
     from core.engine.loop import Engine
 
@@ -118,12 +119,14 @@ def build_engine(
         out.write(f"LAB RUN — GHOST_LAB={settings.lab}: this investigation runs against the "
                   "simulated estate of that scenario, not Azure (docs/lab.md).\n")
     approver = approver or TerminalApprover(prompter.stdin, out)
+    activity = Activity(out)  # a live status line while a command runs or the model thinks
     shells: dict[str, SafeExecShell] = {}
     orchestrators: dict[str, CloudOrchestrator] = {}
 
     def shell_for(sid: str) -> SafeExecShell:
         if sid not in shells:
             shells[sid] = build_shell(settings, store, sid, approver, approver.user)
+            watch_commands(shells[sid], activity)  # the [Shell] line as it starts, a live line
         return shells[sid]
 
     def orchestrator_for(sid: str, shell: Any = None) -> CloudOrchestrator:
@@ -144,8 +147,8 @@ def build_engine(
 
     engine = Engine(
         store=store,
-        brain=brain or GeminiBrain(settings.model, settings.gemini_api_key or "",
-                                   base_url=settings.gemini_base_url),
+        brain=ThinkingBrain(brain or GeminiBrain(settings.model, settings.gemini_api_key or "",
+                                                 base_url=settings.gemini_base_url), activity),
         shell_for=shell_for,
         orchestrator_for=orchestrator_for,
         rca_writer=_lab_noted(settings, store, write_rca),

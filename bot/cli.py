@@ -39,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ghost",
         description="Ghost: an AI network-forensics investigator for Azure.",
     )
+    from bot.terminal.console import version
+
+    parser.add_argument("--version", action="version", version=f"ghost {version()}")
+    parser.add_argument("--verbose", dest="log_verbose", action="store_true",
+                        help="show the libraries' INFO logs too (apscheduler, alembic, Azure)")
     groups = parser.add_subparsers(dest="group", metavar="COMMAND")
 
     db = groups.add_parser("db", help="create or upgrade the database schema")
@@ -191,8 +196,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if json_mode:  # every failure is an error document on stdout, never a traceback
         return run_json(lambda: _handler(path)(args))
     from bot.errors import run_reporting_errors
+    from bot.terminal.logs import quiet_library_logs
+    from bot.terminal.pipes import quiet_on_broken_pipe
 
-    return run_reporting_errors(lambda: _handler(path)(args))
+    quiet_library_logs(bool(getattr(args, "log_verbose", False)))
+    return run_reporting_errors(lambda: quiet_on_broken_pipe(lambda: _handler(path)(args)))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,6 +28,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Forensic analysis of a pcap/pcapng capture (TCP analysis as tshark 4.0, "
         "DNS, ICMP, TLS, HTTP), with an optional two-ended comparison.",
     )
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("ghost")
+    except PackageNotFoundError:  # a source tree that was never installed
+        release = "unknown"
+    p.add_argument("--version", action="version", version=f"ghost-forensics {release}")
     p.add_argument("capture", help="capture file (pcap or pcapng)")
     p.add_argument("--semantic-dir", required=True, help="where {stem}_semantic.json goes")
     p.add_argument("--report-dir", required=True,

@@ -1,4 +1,4 @@
-"""Packet builders (Ethernet, IPv4/IPv6, TCP, UDP, ICMP) for the lab's captures and the tests.
+"""Packet builders (Ethernet, IPv4/IPv6, TCP, UDP, ICMP, DNS) for the lab's captures and tests.
 
 Built with ``struct`` so that what a capture holds is known by construction: the lab writes the
 scenario's traffic with them, and the forensics tests write their synthetic captures with the
@@ -91,3 +91,45 @@ def checksummed(packet: bytes) -> bytes:
 def mss_option(mss: int) -> bytes:
     """The TCP MSS option (kind 2)."""
     return struct.pack("!BBH", 2, 4, mss)
+
+
+def with_ttl(packet: bytes, ttl: int) -> bytes:
+    """The IPv4 ``packet`` as a router that decremented it shows it: another TTL, the header
+    checksum recomputed when it was filled in (the payload's checksums do not cover the TTL)."""
+    if packet[8] == ttl:
+        return packet
+    ihl = (packet[0] & 0x0F) * 4
+    header = packet[:8] + bytes((ttl,)) + packet[9:10] + b"\x00\x00" + packet[12:ihl]
+    if packet[10:12] != b"\x00\x00":
+        header = header[:10] + struct.pack("!H", internet_checksum(header)) + header[12:]
+    return header + packet[ihl:]
+
+
+DNS_A, DNS_CNAME, DNS_AAAA = 1, 5, 28
+DNS_RCODES = {"NOERROR": 0, "FORMERR": 1, "SERVFAIL": 2, "NXDOMAIN": 3, "REFUSED": 5}
+
+
+def dns_name(name: str) -> bytes:
+    """A domain name in DNS wire form (length-prefixed labels, no compression)."""
+    labels = [part.encode("ascii") for part in name.rstrip(".").split(".") if part]
+    return b"".join(bytes((len(label),)) + label for label in labels) + b"\x00"
+
+
+def dns_query(txid: int, name: str, qtype: int = DNS_A) -> bytes:
+    """A recursive query (RD set) for one name, as a stub resolver sends it."""
+    return (struct.pack("!HHHHHH", txid & 0xFFFF, 0x0100, 1, 0, 0, 0)
+            + dns_name(name) + struct.pack("!HH", qtype, 1))
+
+
+def dns_response(txid: int, name: str, qtype: int, rcode: str,
+                 answers: list[tuple[str, int, bytes]], ttl: int = 300) -> bytes:
+    """The answer to :func:`dns_query`: QR, RD and RA set, the question echoed, then each
+    ``(owner name, type, rdata)`` record (the owner compressed when it is the question's)."""
+    flags = 0x8180 | DNS_RCODES[rcode]
+    out = [struct.pack("!HHHHHH", txid & 0xFFFF, flags, 1, len(answers), 0, 0),
+           dns_name(name), struct.pack("!HH", qtype, 1)]
+    for owner, rtype, rdata in answers:
+        same = owner.rstrip(".").lower() == name.rstrip(".").lower()
+        out.append(b"\xc0\x0c" if same else dns_name(owner))
+        out.append(struct.pack("!HHIH", rtype, 1, ttl, len(rdata)) + rdata)
+    return b"".join(out)

@@ -1,27 +1,23 @@
 """The scenario's traffic as one VM's guest sees it: the packets of a lab packet capture.
 
-Each ``traffic`` flow becomes a series of TCP connections (``rate`` per second). Every packet
-walks its path hop by hop (the model's ``Delivery.hops``: the sender, any NVA, the receiver);
-each hop that the packet reaches records it, so captures on both ends (and on an NVA) of one
-flow agree packet for packet. Faults act where the format says: ``loss`` drops packets entering
-(or leaving, for the sender) the faulty VM, ``mtu`` drops packets over its MTU (answering ICMP
-"fragmentation needed" unless ``icmp_blocked``), ``reset`` sends RST to both ends once the
-connection has carried ``after_bytes``. Senders behave like Linux: SYN retransmitted after 1, 2,
-4… s, data after an RTO of at least 200 ms, doubling, giving up with a RST after six tries.
-A seed per connection makes every capture reproducible.
+Each ``traffic`` flow to port 53 is DNS over UDP (``lab/traffic_dns.py``); every other flow
+becomes a series of TCP connections (``rate`` per second). Packets cross their path as
+``lab/wire.py`` says (each hop records them; forwarding VMs decrement the TTL; loss and MTU
+faults). A ``reset`` fault makes its VM send RST to both ends, in each end's peer's name but
+with its own TTL and IP ID, once the connection has carried ``after_bytes``. Senders behave like
+Linux: SYN retransmitted after 1, 2, 4… s, data after an RTO of at least 200 ms, doubling, giving
+up after six tries. A seed per connection makes every capture reproducible.
 """
 
 from __future__ import annotations
 
-import hashlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, Any
 
 from lab.packets import (
-    PROTO_ICMP,
     PROTO_TCP,
     TCP_ACK,
     TCP_FIN,
@@ -30,10 +26,22 @@ from lab.packets import (
     TCP_SYN,
     checksummed,
     ethernet,
-    icmp_message,
     ipv4_packet,
     mss_option,
     tcp_segment,
+    with_ttl,
+)
+from lab.traffic_dns import DNS_PORT, dns_flow_packets
+from lab.wire import (
+    INITIAL_TTL,
+    Seen,
+    Wire,
+    faults_at,
+    ns,
+    path_of,
+    seed,
+    server_answer,
+    stopped_at,
 )
 
 if TYPE_CHECKING:
@@ -49,24 +57,6 @@ WINDOW_SEGMENTS = 10
 WIRE_GAP_S = 0.00005
 
 
-@dataclass(frozen=True)
-class Seen:
-    """One packet as one VM recorded it."""
-
-    ts_ns: int
-    vm: str
-    ip: bytes
-
-
-@dataclass
-class _Path:
-    """The hops a packet crosses in one direction, and whether it gets to the end."""
-
-    hops: tuple[str, ...]
-    delivered: bool
-    one_way_s: float
-
-
 @dataclass
 class _Side:
     """One end of the connection: its address, port, next sequence number and MSS."""
@@ -78,92 +68,61 @@ class _Side:
 
 
 @dataclass
-class _Conversation:
-    """One TCP connection being simulated; ``seen`` collects what every hop recorded."""
+class _Conversation(Wire):
+    """One TCP connection being simulated."""
 
-    scenario: Scenario
-    rng: random.Random
-    forward: _Path
-    reverse: _Path | None
     client: _Side
     server: _Side
     answer: str  # "synack" | "rst" | "none": what the server does with a SYN that reaches it
-    seen: list[Seen] = field(default_factory=list)
     carried: dict[str, int] = field(default_factory=dict)
     reset_done: bool = False
-    ident: int = 0
 
     # ------------------------------------------------------------------ one packet
     def send(self, t: float, from_client: bool, flags: int, payload: bytes = b"",
-             options: bytes = b"", *, seq: int | None = None,
-             ack: int | None = None) -> tuple[bool, float]:
+             options: bytes = b"", *, seq: int | None = None, ack: int | None = None,
+             ident: int | None = None) -> tuple[bool, float]:
         """Send one segment at ``t``; (arrived, arrival time). Records what each hop saw."""
-        path = self.forward if from_client else self.reverse
         src, dst = (self.client, self.server) if from_client else (self.server, self.client)
         if ack is None:
             ack = dst.seq if flags & TCP_ACK else 0
         seg = tcp_segment(src.port, dst.port, src.seq if seq is None else seq, ack, flags,
                           64240, payload, options)
-        self.ident += 1
+        if ident is None:
+            ident = self.next_id(f"{src.ip}:{src.port}")
         ip = checksummed(ipv4_packet(src.ip.packed, dst.ip.packed, PROTO_TCP, seg,
-                                     ident=self.ident))
-        if path is None or not path.hops:
-            return False, t
-        hops = path.hops
-        step = path.one_way_s / max(1, len(hops) - 1)
-        for j, hop in enumerate(hops):
-            at = t + j * step
-            if j > 0 and self._dropped(hop, ip, at, from_client):
-                return False, at
-            self.seen.append(Seen(_ns(at), hop, ip))
-            if payload:
-                self.carried[hop] = self.carried.get(hop, 0) + len(payload)
-            if j == 0 and len(hops) > 1 and self._dropped(hop, ip, at, from_client,
-                                                          at_sender=True):
-                return False, at
-            if self._reset_by(hop, at):
-                return False, at
-        return path.delivered, t + path.one_way_s
+                                     ident=ident, ttl=INITIAL_TTL))
+        return self.carry(t, from_client, ip, len(payload))
 
-    def _dropped(self, hop: str, ip: bytes, at: float, from_client: bool,
-                 at_sender: bool = False) -> bool:
-        for fault in _faults(self.scenario, hop):
-            if fault.kind == "loss" and self.rng.random() * 100 < float(fault.percent or 0):
-                return True
-            if fault.kind == "mtu" and fault.mtu and len(ip) > fault.mtu and not at_sender:
-                if not fault.icmp_blocked:
-                    self._frag_needed(hop, ip, at, int(fault.mtu), from_client)
-                return True
-        return False
+    def _crossed(self, hop: str, payload_len: int) -> None:
+        if payload_len:
+            self.carried[hop] = self.carried.get(hop, 0) + payload_len
 
-    def _frag_needed(self, hop: str, ip: bytes, at: float, mtu: int, from_client: bool) -> None:
-        """ICMP 3/4 from the hop to the sender, which then sends smaller segments."""
+    def _shrink(self, from_client: bool, mtu: int) -> None:
         sender = self.client if from_client else self.server
-        vm = self.scenario.vm(hop)
-        source = vm.ip if vm is not None else sender.ip
-        rest = b"\x00\x00" + mtu.to_bytes(2, "big")
-        icmp = icmp_message(3, 4, rest, ip[:28])
-        packet = checksummed(ipv4_packet(source.packed, sender.ip.packed, PROTO_ICMP, icmp))
-        self.seen.append(Seen(_ns(at), hop, packet))
-        origin = (self.forward if from_client else self.reverse)
-        if origin is not None and origin.hops and origin.hops[0] != hop:
-            self.seen.append(Seen(_ns(at + 0.0005), origin.hops[0], packet))
         sender.mss = min(sender.mss, mtu - 40)
 
     def _reset_by(self, hop: str, at: float) -> bool:
-        """A ``reset`` fault at ``hop``: RST to both ends once enough bytes went through."""
+        """A ``reset`` fault at ``hop``: RST to both ends once enough bytes went through, in
+        each end's peer's name but with the TTL and IP ID of ``hop``, which forged them."""
         if self.reset_done:
             return True
-        for fault in _faults(self.scenario, hop):
+        for fault in faults_at(self.scenario, hop):
             if fault.kind == "reset" and self.carried.get(hop, 0) >= int(fault.after_bytes or 0):
                 self.reset_done = True
+                hops = self.forward.hops
+                where = hops.index(hop) if hop in hops else len(hops) - 1
                 for to_client in (True, False):
                     a, b = (self.server, self.client) if to_client else (self.client, self.server)
                     seg = tcp_segment(a.port, b.port, a.seq, b.seq, TCP_RST | TCP_ACK, 0)
-                    ip = checksummed(ipv4_packet(a.ip.packed, b.ip.packed, PROTO_TCP, seg))
-                    end = self.forward.hops[0] if to_client else self.forward.hops[-1]
-                    for vm in dict.fromkeys((hop, end)):
-                        self.seen.append(Seen(_ns(at + 0.0002), vm, ip))
+                    ip = checksummed(ipv4_packet(a.ip.packed, b.ip.packed, PROTO_TCP, seg,
+                                                 ident=self.next_id(hop), ttl=INITIAL_TTL))
+                    end = hops[0] if to_client else hops[-1]
+                    # the forwarding VMs between the forger and that end decrement it
+                    between = len(hops[1:where]) if to_client else len(hops[where + 1:-1])
+                    self.seen.append(Seen(ns(at + 0.0002), hop, ip))
+                    if end != hop:
+                        self.seen.append(Seen(ns(at + 0.0002), end,
+                                              with_ttl(ip, INITIAL_TTL - between)))
                 return True
         return False
 
@@ -176,7 +135,7 @@ class _Conversation:
             if arrived and self.answer == "rst":
                 self.client.seq += 1
                 self.server.seq = 0
-                self.send(at + 0.0001, False, TCP_RST | TCP_ACK)
+                self.send(at + 0.0001, False, TCP_RST | TCP_ACK, ident=0)  # a kernel's RST: ID 0
                 return
             if arrived and self.answer == "synack":
                 self.client.seq += 1
@@ -262,14 +221,6 @@ class _Conversation:
         return done, t + WIRE_GAP_S
 
 
-def _ns(t: float) -> int:
-    return int(round(t * 1e9))
-
-
-def _faults(scenario: Scenario, vm: str) -> Sequence[Any]:
-    return tuple(scenario.faults_at(vm) or ())
-
-
 def payloads(port: int, rng: random.Random) -> tuple[bytes, bytes]:
     """A request and a response that look like the service on ``port`` (several segments)."""
     size = 3000 + rng.randrange(3000)
@@ -285,34 +236,6 @@ def payloads(port: int, rng: random.Random) -> tuple[bytes, bytes]:
     return (rng.randbytes(200), rng.randbytes(size))
 
 
-def _seed(*parts: object) -> int:
-    digest = hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-def _server_answer(scenario: Scenario, dst_vm: Any, port: int) -> str:
-    if dst_vm is None or dst_vm.power_state != "running":
-        return "none"
-    muted = any(f.kind == "no_listener" and f.port == port
-                for f in _faults(scenario, dst_vm.name))
-    return "synack" if port in dst_vm.listens and not muted else "rst"
-
-
-def _path(delivery: Any, one_way_s: float) -> _Path:
-    return _Path(tuple(delivery.hops), bool(delivery.delivered), one_way_s)
-
-
-def _stopped_at(path: _Path, vm: str | None) -> _Path:
-    """The answer's path when the model says it never gets back: it ends at ``vm`` (e.g. a
-    stateful NVA that saw only one direction), or before the client."""
-    hops = path.hops
-    if vm in hops:
-        hops = hops[:hops.index(vm) + 1]
-    elif len(hops) > 1:
-        hops = hops[:-1]
-    return _Path(hops, False, path.one_way_s)
-
-
 def flow_packets(scenario: Scenario, estate: Any, index: int, window_s: float,
                  start_s: float) -> list[Seen]:
     """Every packet of flow ``index`` during the window, as each VM on its path saw it."""
@@ -322,23 +245,25 @@ def flow_packets(scenario: Scenario, estate: Any, index: int, window_s: float,
         return []
     dst_vm = scenario.vm(flow.to)
     dst_ip = dst_vm.ip if dst_vm is not None else IPv4Address(flow.to)
+    if flow.port == DNS_PORT:
+        return dns_flow_packets(scenario, estate, index, window_s, start_s)
     conn = estate.connect(flow.source, dst_ip, flow.port)
     one_way = max(float(conn.rtt_ms), 0.2) / 2000.0
-    forward = _path(conn.forward, one_way)
-    reverse = _path(conn.reverse, one_way) if conn.reverse is not None else None
-    answer = _server_answer(scenario, dst_vm, flow.port) if forward.delivered else "none"
+    forward = path_of(conn.forward, one_way)
+    reverse = path_of(conn.reverse, one_way) if conn.reverse is not None else None
+    answer = server_answer(scenario, dst_vm, flow.port) if forward.delivered else "none"
     if conn.outcome == "refused":
         answer = "rst"
     elif conn.outcome == "timeout" and reverse is not None and reverse.delivered:
-        reverse = _stopped_at(reverse, conn.asymmetric_at)
+        reverse = stopped_at(reverse, conn.asymmetric_at)
     count = max(1, min(int(float(flow.rate) * window_s), MAX_CONNECTIONS_PER_FLOW))
     gap = window_s / count
     seen: list[Seen] = []
     for k in range(count):
-        rng = random.Random(_seed(scenario.name, index, k))
+        rng = random.Random(seed(scenario.name, index, k))
         request, response = payloads(flow.port, rng)
         conv = _Conversation(
-            scenario, rng, forward, reverse,
+            scenario, rng, forward, reverse, ids=random.Random(seed(scenario.name, index, k, "id")),
             client=_Side(src.ip, 32768 + (index * 997 + k) % 28000, rng.randrange(2**32),
                          src.mtu - 40),
             server=_Side(dst_ip, flow.port, rng.randrange(2**32),
@@ -360,7 +285,7 @@ def capture_frames(scenario: Scenario, estate: Any, vm: str, duration_s: float, 
     after the window (late retransmissions) are not in the capture, as on Azure.
     """
     window = max(1.0, min(float(duration_s), MAX_WINDOW_S))
-    end_ns = _ns(start_s + window)
+    end_ns = ns(start_s + window)
     frames = []
     for index in range(len(scenario.traffic)):
         for seen in flow_packets(scenario, estate, index, window * 0.8, start_s):

@@ -9,6 +9,7 @@ backend, forensics) by Gemini (``--model``, needs GEMINI_API_KEY) or by the scen
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -109,9 +110,9 @@ def run_suite(settings: Settings, paths: Sequence[Path], *, replay: bool, repeat
     """Run every scenario ``repeat`` times, print the table, write the report; exit 0 when
     every run was solved with cited evidence."""
     from bot.eval.runner import EvalOptions, ghost_version, run_scenario
-    from lab.eval import record as records
-    from lab.eval.report import markdown, table
     from core.engine.usage import parse_prices
+    from lab.eval import record as records
+    from lab.eval.report import markdown, models, table
 
     prices = parse_prices(settings.prices)
     options = EvalOptions(policy=policy, replay=replay, prices=prices)
@@ -122,11 +123,16 @@ def run_suite(settings: Settings, paths: Sequence[Path], *, replay: bool, repeat
     root = (report / "runs") if report else Path(scratch.name if scratch else ".")
     runs: list[records.RunRecord | None] = [None] * len(jobs)
     meter = Progress(progress, len(jobs))
+    progress.write(f"ghost eval: {len(paths)} scenario(s) x {repeat}, "
+                   f"{'their replays' if replay else settings.model}, {parallel} at a time, "
+                   f"approve policy {policy}\n")
     try:
         with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="ghost-eval") as pool:
             futures: dict[Future[records.RunRecord], int] = {}
             for i, (path, n) in enumerate(jobs):
                 data_dir = root / f"{path.stem}-{n + 1}"
+                if (data_dir / "ghost.db").is_file():  # an earlier eval's run: start afresh
+                    shutil.rmtree(data_dir)
                 futures[pool.submit(run_scenario, path, settings, options, repeat=n,
                                     data_dir=data_dir)] = i
             for future in as_completed(futures):
@@ -141,7 +147,7 @@ def run_suite(settings: Settings, paths: Sequence[Path], *, replay: bool, repeat
     meter.close()
     out.write("\n" + table(done, wall))
     version = ghost_version()
-    model = ", ".join(sorted({r.model for r in done})) or settings.model
+    model = models(done) if done else settings.model
     if report:
         report.mkdir(parents=True, exist_ok=True)
         records.write_json(report / "eval.json", done, ghost_version=version,

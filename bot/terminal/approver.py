@@ -111,8 +111,7 @@ def edit_line(prompt: str, current: str) -> str | None:
         return input(prompt)
 
     def prefill() -> None:
-        readline.insert_text(current)
-        readline.redisplay()
+        readline.insert_text(current)  # shown with the prompt, the cursor at its end
 
     readline.set_startup_hook(prefill)
     try:

@@ -6,6 +6,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from bot.terminal.preview import output_preview
+
 RULE = "═" * 54
 
 
@@ -26,6 +28,8 @@ class TerminalNotifier:
                     result: Mapping[str, Any]) -> None:
         if name == "run_shell_cmd":
             self._print(shell_line(args, result))
+            for row in output_preview(result):
+                self._print(row)
         elif result.get("error") == "unknown_tool":
             self._print(f"[Ghost Agent] asked for a tool that does not exist ({name}); "
                         "told it which tools there are.")

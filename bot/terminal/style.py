@@ -23,10 +23,9 @@ def no_color() -> bool:
 
 
 def console_for(out: TextIO, *, width: int | None = None) -> Console:
-    """A rich console writing to ``out``: styled only when ``out`` is a terminal."""
-    tty = is_tty(out)
-    plain = not tty or no_color()
-    return Console(file=out, width=width, force_terminal=tty, no_color=plain,
+    """A rich console writing to ``out``: styled only on a terminal without NO_COLOR."""
+    plain = not is_tty(out) or no_color()  # NO_COLOR: no control codes at all, like a pipe
+    return Console(file=out, width=width, force_terminal=not plain, no_color=plain,
                    color_system=None if plain else "auto", highlight=False, emoji=False,
                    markup=False, soft_wrap=False, legacy_windows=False)
 

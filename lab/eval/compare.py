@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lab.eval.record import RunRecord
-from lab.eval.report import money, totals
+from lab.eval.report import models, money, totals
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,12 @@ class Side:
     def score(self) -> str:
         return f"{self.passed}/{self.runs}" if self.runs else "-"
 
+    def money(self) -> str:
+        return money(self.cost) if self.runs else "-"
+
+    def mean_turns(self) -> str:
+        return f"{self.turns:.1f}" if self.runs else "-"
+
 
 def _by_scenario(runs: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
     grouped: dict[str, list[RunRecord]] = {}
@@ -53,8 +59,7 @@ def compare(a_header: Mapping[str, Any], a: Sequence[RunRecord],
             b_header: Mapping[str, Any], b: Sequence[RunRecord]) -> str:
     """The side-by-side text: per scenario passed (solved with evidence), cost, turns."""
     left, right = _by_scenario(a), _by_scenario(b)
-    model_a = ", ".join(sorted({r.model for r in a})) or "?"
-    model_b = ", ".join(sorted({r.model for r in b})) or "?"
+    model_a, model_b = models(a), models(b)
     lines = [f"A: {model_a} (Ghost {a_header.get('ghost_version', '?')}, "
              f"{a_header.get('started_at', '?')})",
              f"B: {model_b} (Ghost {b_header.get('ghost_version', '?')}, "
@@ -77,8 +82,8 @@ def compare(a_header: Mapping[str, Any], a: Sequence[RunRecord],
             note.append("only in A" if sa.runs else "only in B")
         if note:
             changed.append(name)
-        body.append((name, sa.score(), sb.score(), money(sa.cost), money(sb.cost),
-                     f"{sa.turns:.1f}", f"{sb.turns:.1f}", ", ".join(note)))
+        body.append((name, sa.score(), sb.score(), sa.money(), sb.money(), sa.mean_turns(),
+                     sb.mean_turns(), ", ".join(note)))
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h)
               for i, h in enumerate(head)]
     for row in (head, tuple("-" * w for w in widths), *body):

@@ -51,6 +51,12 @@ def totals(runs: Sequence[RunRecord]) -> Totals:
         wall_s=round(sum(r.wall_s for r in runs), 2), turns=sum(r.turns for r in runs))
 
 
+def models(runs: Sequence[RunRecord]) -> str:
+    """The models of a set of runs; the replays as one name."""
+    names = sorted({"replay" if r.model.startswith("replay:") else r.model for r in runs})
+    return ", ".join(names) or "?"
+
+
 def money(value: float | None) -> str:
     if value is None:
         return "n/a"

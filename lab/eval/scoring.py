@@ -186,7 +186,11 @@ def claims(transcript: Transcript) -> list[Claim]:
         if state == "CONFIRMED":
             text = f"{text}\n{summary}"  # the confirmed hypothesis claims the conclusion
         found.append(Claim(f"{hid} {state}", text, tuple(dict.fromkeys(cited))))
-    in_summary = tuple(dict.fromkeys(AUDIT_ID.findall(summary)))
+    # audit ids of this investigation ({session_id}_{seq}); the session id itself is not one
+    sessions = {str(r.get("audit_id") or "").rsplit("_", 1)[0]
+                for r in transcript.audit_records if r.get("audit_id")}
+    in_summary = tuple(dict.fromkeys(i for i in AUDIT_ID.findall(summary)
+                                     if i.rsplit("_", 1)[0] in sessions))
     if in_summary:
         found.append(Claim("the conclusion", summary, in_summary))
     return found

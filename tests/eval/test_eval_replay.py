@@ -55,7 +55,9 @@ def test_replay_suite_solves_every_shipped_scenario_with_cited_evidence(
     assert f"Solved {len(paths)}/{len(paths)} (100%)" in text
     assert f"with cited evidence {len(paths)}/{len(paths)}" in text
     assert "Suite wall time:" in text
-    assert len(progress.getvalue().splitlines()) == len(paths)
+    lines = progress.getvalue().splitlines()
+    assert lines[0].startswith(f"ghost eval: {len(paths)} scenario(s) x 1, their replays")
+    assert len(lines) == 1 + len(paths) and lines[-1].startswith(f"[{'#' * 20}] {len(paths)}/")
     md = (report / "eval.md").read_text(encoding="utf-8")
     assert f"Solved {len(paths)}/{len(paths)}" in md and "| nsg-deny-redis | yes | yes |" in md
     for run in runs:  # each run keeps its own database and transcript for inspection

@@ -128,3 +128,19 @@ def test_the_table_lists_why_points_were_lost() -> None:
     text = table(runs, 12.0)
     assert "Solved 1/2 (50%)" in text and "cost n/a" in text  # a run without a price
     assert "one: unsolved: the conclusion blames red herring 'x'" in text
+
+
+def test_the_conclusion_cites_audit_ids_of_this_session_only() -> None:
+    from lab.eval.scoring import Transcript, score_evidence
+
+    scenario = load_scenario(find_scenario("nsg-deny-redis"))
+    sid = "ghost_20261125_121943"
+    record = {"kind": "command", "audit_id": f"{sid}_004", "status": "completed",
+              "exit_code": 0, "command": "az network watcher test-ip-flow --vm redis-vm-01",
+              "output": '{"access": "Deny", "ruleName": "securityRules/deny-web-to-redis"}'}
+    summary = (f"In {sid}, IP flow verify ({sid}_004) shows deny-web-to-redis on nsg-data "
+               "dropping 6379 to redis-vm-01.")
+    verdict, cited, shows = score_evidence(scenario, Transcript(
+        completion={"root_cause_summary": summary}, hypothesis_log=[], model_turns=[],
+        audit_records=[record]))
+    assert verdict.ok and cited == (f"{sid}_004",) and shows == cited

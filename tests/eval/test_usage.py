@@ -61,7 +61,7 @@ def test_tokens_and_cost_are_the_sums_of_what_gemini_returned(
     from bot.bootstrap import build_store
 
     store = build_store(settings(tmp_path, data_dir=tmp_path / "run"))
-    saved = store.get_investigation(run.session_id or "").engine_state["usage"]
+    saved = (store.get_investigation(run.session_id or "").engine_state or {})["usage"]
     assert [u["turn"] for u in saved] == list(range(1, len(turns) + 1))
     assert {u["model"] for u in saved} == {MODEL}
     assert [u["promptTokenCount"] for u in saved] == [u["promptTokenCount"] for u in sent]

@@ -17,7 +17,7 @@ from tests.eval.helpers import isolate, settings
 from tests.eval.test_usage import replay_as_gemini, usage_of
 from tests.fakes.gemini_server import FakeGemini, call, function_call_turn, raw_response
 from tests.fakes.slack_api import FakeSlack
-from tests.lab.test_chat_lab import fake_slack, lab_slack  # noqa: F401 - a fixture
+from tests.lab.test_chat_lab import lab_slack
 from tests.slack.conftest import CHANNEL
 
 MODEL = "gemini-usage-test"
@@ -56,13 +56,13 @@ def test_banner_and_session_show_give_the_sums_gemini_returned(
 
 
 def test_the_slack_status_message_shows_tokens_cost_and_time(
-        store: Store, fake_slack: FakeSlack, fake_gemini: FakeGemini, tmp_path: Path,
+        store: Store, slack_api: FakeSlack, fake_gemini: FakeGemini, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A lab investigation in Slack with the fake Gemini: the status message that Ghost edits
     in place ends with the sums of what Gemini returned and the estimated cost."""
     monkeypatch.setenv("GHOST_PRICES", json.dumps({CHAT_MODEL: {"prompt": 2.0,
                                                                  "output": 10.0}}))
-    slack = lab_slack(store, fake_slack, tmp_path, monkeypatch, replay=None)
+    slack = lab_slack(store, slack_api, tmp_path, monkeypatch, replay=None)
     usages = [{"promptTokenCount": 1200, "candidatesTokenCount": 80, "thoughtsTokenCount": 30},
               {"promptTokenCount": 1900, "candidatesTokenCount": 60, "thoughtsTokenCount": 0}]
     turns = [function_call_turn(call("run_shell_cmd", {

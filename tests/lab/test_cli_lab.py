@@ -115,15 +115,25 @@ def test_exec_agrees_with_the_model_on_a_route_to_none(cli_env: dict[str, str],
     assert '"nextHopType": "None"' in result.stdout and "rt-app" in result.stdout
 
 
-def test_exec_of_a_forbidden_command_shows_the_verdict_then_what_the_lab_would_answer(
+def test_exec_of_an_in_vm_probe_shows_the_verdict_then_what_the_lab_answers(
         cli_env: dict[str, str], scenario_file: Path) -> None:
     result = ghost(cli_env, "lab", "exec", str(scenario_file), "--",
                    'az vm run-command invoke -g rg-app -n app-1 --command-id RunShellScript '
                    '--scripts "nslookup pg-1.postgres.database.azure.com"')
+    assert result.stdout.startswith("gate: RISKY (tier 2, T2.az_vm_probe)")
+    assert "ask for approval first" in result.stdout
+    assert "20.61.14.5" in result.stdout, "no zone link: the VM gets the public address"
+    assert "10.20.2.8" not in result.stdout
+
+
+def test_exec_of_a_forbidden_command_shows_the_verdict_then_what_the_lab_would_answer(
+        cli_env: dict[str, str], scenario_file: Path) -> None:
+    result = ghost(cli_env, "lab", "exec", str(scenario_file), "--",
+                   'az vm run-command invoke -g rg-app -n app-1 --command-id RunShellScript '
+                   '--scripts "nslookup pg-1.postgres.database.azure.com; hostname"')
     assert result.stdout.startswith("gate: FORBIDDEN")
     assert "would never run this" in result.stdout
     assert "20.61.14.5" in result.stdout, "no zone link: the VM gets the public address"
-    assert "10.20.2.8" not in result.stdout
 
 
 def test_exec_never_runs_a_real_program_the_gate_does_not_allow(

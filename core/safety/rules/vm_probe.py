@@ -101,14 +101,15 @@ def _line_problem(line: str) -> str | None:
     if program == "top":
         return None if _top_batch(args) else "top runs only in batch mode (top -b -n N)"
     if program == "cat":
-        ok = args and all(a in _READABLE_FILES or _PROC_NET_RE.match(a) for a in args)
+        ok = bool(args) and all(a in _READABLE_FILES or _PROC_NET_RE.match(a) for a in args)
         return None if ok else "cat reads only resolver, hosts and /proc/net files here"
     if program == "systemctl":
         words = [a for a in args if a != "--no-pager"]
-        ok = len(words) == 2 and words[0] in ("status", "is-active") and _UNIT_RE.match(words[1])
+        ok = (len(words) == 2 and words[0] in ("status", "is-active")
+              and _UNIT_RE.match(words[1]) is not None)
         return None if ok else "systemctl only shows a unit's status here"
     if program == "getent":
-        ok = len(args) == 2 and args[0] in ("hosts", "ahosts") and _NAME_RE.match(args[1])
+        ok = len(args) == 2 and args[0] in ("hosts", "ahosts") and bool(_NAME_RE.match(args[1]))
         return None if ok else "getent only looks up hosts here"
     return f"{program[:30]!r} is not one of the in-VM probes"
 
