@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("session_id", metavar="SID")
     show.add_argument("--json", action="store_true", help="the ghost-design §8 document")
     listing = session_cmds.add_parser("list", help="list recent investigations")
-    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--limit", type=int, default=20,
+                         help="how many, newest first (default 20; 0 lists none)")
     contract.add_session_list_flags(listing)
 
     inv = groups.add_parser(
@@ -193,13 +194,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if path not in HANDLERS:
         parser.parse_args([args.group, "--help"])
         return 2
-    if json_mode:  # every failure is an error document on stdout, never a traceback
-        return run_json(lambda: _handler(path)(args))
-    from bot.errors import run_reporting_errors
     from bot.terminal.logs import quiet_library_logs
     from bot.terminal.pipes import quiet_on_broken_pipe
 
-    quiet_library_logs(bool(getattr(args, "log_verbose", False)))
+    quiet_library_logs(bool(getattr(args, "log_verbose", False)))  # INFO only with --verbose
+    if json_mode:  # every failure is an error document on stdout, never a traceback
+        return run_json(lambda: quiet_on_broken_pipe(lambda: _handler(path)(args)))
+    from bot.errors import run_reporting_errors
+
     return run_reporting_errors(lambda: quiet_on_broken_pipe(lambda: _handler(path)(args)))
 
 

@@ -37,8 +37,8 @@ from lab.wire import (
     Seen,
     Wire,
     faults_at,
+    flow_wire,
     ns,
-    path_of,
     seed,
     server_answer,
     stopped_at,
@@ -239,18 +239,13 @@ def payloads(port: int, rng: random.Random) -> tuple[bytes, bytes]:
 def flow_packets(scenario: Scenario, estate: Any, index: int, window_s: float,
                  start_s: float) -> list[Seen]:
     """Every packet of flow ``index`` during the window, as each VM on its path saw it."""
-    flow = scenario.traffic[index]
-    src = scenario.vm(flow.source)
-    if src is None or src.power_state != "running":
-        return []
-    dst_vm = scenario.vm(flow.to)
-    dst_ip = dst_vm.ip if dst_vm is not None else IPv4Address(flow.to)
-    if flow.port == DNS_PORT:
+    if scenario.traffic[index].port == DNS_PORT:
         return dns_flow_packets(scenario, estate, index, window_s, start_s)
-    conn = estate.connect(flow.source, dst_ip, flow.port)
-    one_way = max(float(conn.rtt_ms), 0.2) / 2000.0
-    forward = path_of(conn.forward, one_way)
-    reverse = path_of(conn.reverse, one_way) if conn.reverse is not None else None
+    fw = flow_wire(scenario, estate, index)
+    if fw is None:
+        return []
+    flow, src, dst_vm, dst_ip, conn = fw.flow, fw.src, fw.dst_vm, fw.dst_ip, fw.conn
+    forward, reverse = fw.forward, fw.reverse
     answer = server_answer(scenario, dst_vm, flow.port) if forward.delivered else "none"
     if conn.outcome == "refused":
         answer = "rst"

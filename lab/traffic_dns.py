@@ -42,7 +42,7 @@ from lab.wire import (
     Path,
     Seen,
     Wire,
-    path_of,
+    flow_wire,
     seed,
     server_answer,
     stopped_at,
@@ -162,19 +162,14 @@ def _estate_answer(scenario: Scenario, dst_vm: Any, dst_ip: IPv4Address,
 def dns_flow_packets(scenario: Scenario, estate: Any, index: int, window_s: float,
                      start_s: float) -> list[Seen]:
     """Every packet of DNS flow ``index`` during the window, as each VM on its path saw it."""
-    flow = scenario.traffic[index]
-    src = scenario.vm(flow.source)
-    if src is None or src.power_state != "running":
+    fw = flow_wire(scenario, estate, index, "udp")
+    if fw is None:
         return []
-    dst_vm = scenario.vm(flow.to)
-    dst_ip = dst_vm.ip if dst_vm is not None else IPv4Address(flow.to)
-    conn = estate.connect(flow.source, dst_ip, DNS_PORT, "udp")
-    one_way = max(float(conn.rtt_ms), 0.2) / 2000.0
-    forward = path_of(conn.forward, one_way)
-    reverse: Path | None = path_of(conn.reverse, one_way) if conn.reverse is not None else None
+    flow, src, dst_vm, dst_ip, conn = fw.flow, fw.src, fw.dst_vm, fw.dst_ip, fw.conn
+    forward, reverse = fw.forward, fw.reverse
     platform = dst_ip == AZURE_PLATFORM_IP and forward.delivered
     if platform:
-        reverse = Path((PLATFORM, src.name), True, one_way)
+        reverse = Path((PLATFORM, src.name), True, forward.one_way_s)
     elif conn.outcome == "timeout" and reverse is not None and reverse.delivered:
         reverse = stopped_at(reverse, conn.asymmetric_at)
     behaviour = server_answer(scenario, dst_vm, DNS_PORT) if forward.delivered else "none"

@@ -17,12 +17,13 @@ import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, Any
 
 from lab.packets import PROTO_ICMP, checksummed, icmp_message, ipv4_packet, with_ttl
 
 if TYPE_CHECKING:
-    from lab.scenario import Scenario
+    from lab.scenario import Scenario, Traffic, Vm
 
 #: Linux's default TTL (net.ipv4.ip_default_ttl): what every lab host sends with
 INITIAL_TTL = 64
@@ -68,6 +69,35 @@ def ttl_at_hop(sent_ttl: int, j: int) -> int:
 def path_of(delivery: Any, one_way_s: float) -> Path:
     """A model ``Delivery`` as the path the capture's packets walk."""
     return Path(tuple(delivery.hops), bool(delivery.delivered), one_way_s)
+
+
+@dataclass(frozen=True)
+class FlowWire:
+    """A traffic flow's two ends and the paths its packets walk, as the model connects them."""
+
+    flow: Traffic
+    src: Vm
+    dst_vm: Vm | None
+    dst_ip: IPv4Address
+    conn: Any
+    forward: Path
+    reverse: Path | None
+
+
+def flow_wire(scenario: Scenario, estate: Any, index: int,
+              protocol: str = "tcp") -> FlowWire | None:
+    """Flow ``index``'s ends and paths, or None when its source VM is not running (it sends
+    nothing); TCP and DNS flows share this so they agree on who talks to whom and how."""
+    flow = scenario.traffic[index]
+    src = scenario.vm(flow.source)
+    if src is None or src.power_state != "running":
+        return None
+    dst_vm = scenario.vm(flow.to)
+    dst_ip = dst_vm.ip if dst_vm is not None else IPv4Address(flow.to)
+    conn = estate.connect(flow.source, dst_ip, flow.port, protocol)
+    one_way = max(float(conn.rtt_ms), 0.2) / 2000.0
+    reverse = path_of(conn.reverse, one_way) if conn.reverse is not None else None
+    return FlowWire(flow, src, dst_vm, dst_ip, conn, path_of(conn.forward, one_way), reverse)
 
 
 def server_answer(scenario: Scenario, dst_vm: Any, port: int) -> str:

@@ -325,14 +325,18 @@ class InvestigationRepo:
 
     def renew_lease(self, session_id: str, owner: str, *, lease_seconds: float = 60.0) -> bool:
         """Extend a lease we hold; False when it was lost (expired and taken by another)."""
+        return self._update_held(session_id, owner,
+                                 lease_expires_at=self.clock() + timedelta(seconds=lease_seconds))
+
+    def _update_held(self, session_id: str, owner: str, **values: Any) -> bool:
+        """Change a lease only while ``owner`` still holds it; False when it was lost."""
         self.db.ensure_ready()
-        now = self.clock()
         with self.db.session() as s, s.begin():
             result = s.execute(
                 update(Investigation)
                 .where(Investigation.session_id == session_id,
                        Investigation.lease_owner == owner)
-                .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
+                .values(**values)
             )
             return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
@@ -354,14 +358,7 @@ class InvestigationRepo:
             return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
     def release_lease(self, session_id: str, owner: str) -> None:
-        self.db.ensure_ready()
-        with self.db.session() as s, s.begin():
-            s.execute(
-                update(Investigation)
-                .where(Investigation.session_id == session_id,
-                       Investigation.lease_owner == owner)
-                .values(lease_owner=None, lease_expires_at=None)
-            )
+        self._update_held(session_id, owner, lease_owner=None, lease_expires_at=None)
 
     def release_leases_of(self, owner: str) -> list[str]:
         """Hand back every investigation ``owner`` holds (a process shutting down): another
@@ -379,15 +376,7 @@ class InvestigationRepo:
     def hold_lease_until(self, session_id: str, owner: str, until: datetime) -> bool:
         """Keep a lease we hold until ``until`` without working on it: a retry timer (the
         root message could not be posted; nobody tries again before then)."""
-        self.db.ensure_ready()
-        with self.db.session() as s, s.begin():
-            result = s.execute(
-                update(Investigation)
-                .where(Investigation.session_id == session_id,
-                       Investigation.lease_owner == owner)
-                .values(lease_expires_at=until)
-            )
-            return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+        return self._update_held(session_id, owner, lease_expires_at=until)
 
     # ------------------------------------------------------------------ chat front ends
     def find_by_thread(self, platform: str, channel_ref: str,

@@ -6,6 +6,7 @@ has its own mention syntax). Text may contain `code spans`, which both platforms
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -160,8 +161,11 @@ def approvals_needed(policy: ApprovalPolicy, requester: str | None,
            else "any member of this channel")
     if not policy.two_person:
         return f"1 approval from {who}."
-    excluded = [u for u in dict.fromkeys((requester, modified_by)) if u]
-    return f"1 approval from {who}, other than the requester or editor." if excluded else \
+    excluded = [name for name, user in (("the requester", requester),
+                                        ("the editor", modified_by)) if user]
+    if requester and modified_by == requester:
+        excluded = ["the requester (who also edited it)"]
+    return f"1 approval from {who}, other than {' and '.join(excluded)}." if excluded else \
         f"1 approval from {who}."
 
 
@@ -187,12 +191,36 @@ class DecisionOutcome:
     at: datetime | None
     reason: str | None = None
     new_command: str | None = None
+    #: the approval's own status where it says more than ``result`` (executed: it ran)
+    stage: str | None = None
+    #: a refused edit: the command the editor typed (redacted), shown on the card
+    blocked_command: str | None = None
+
+    def headline(self, who: str = "") -> str:
+        """The decided card's title and notification: what happened, and by whom."""
+        by = f" by {who}" if who else ""
+        if self.result == "approved":
+            tail = {"executed": "ran", "interrupted": "interrupted while it ran"}.get(
+                str(self.stage), "running")
+            return f"Approved{by} — {tail}"
+        if self.result == "denied":
+            return f'Denied{by}: "{self.reason}"' if self.reason else \
+                f"Denied{by} — no reason given"
+        if self.result == "modified":
+            return f"Modified{by} — the edit needs its own approval"
+        if self.result == "blocked":
+            return "Edit refused — nothing ran"
+        if self.result == "expired":
+            return "Expired — nobody decided in time"
+        return f"Closed{by} — nothing ran"
 
     def summary(self, who: str = "") -> str:
         """One line for the card; ``who`` is the decider as the platform renders a mention
         (empty: not named), so it reads: Approved by @ana at 09:12 UTC — running it now."""
         when = (f" by {who}" if who else "") + (f" at {self.at:%H:%M} UTC" if self.at else "")
         if self.result == "approved":
+            if self.stage == "executed":
+                return f"Approved{when} — it ran; its output is in the thread."
             return f"Approved{when} — running it now."
         if self.result == "denied":
             why = f' Reason: "{self.reason}"' if self.reason else " No reason given."
@@ -201,10 +229,31 @@ class DecisionOutcome:
             return (f"Modified{when} to `{self.new_command}`. The edited command needs its own "
                     "approval (new card below).")
         if self.result == "blocked":
-            return f"Modification refused{when}: {self.reason}"
+            edited = f" `{self.blocked_command}`" if self.blocked_command else ""
+            return (f"Edit{edited}{when} refused: {refusal_reason(self.reason)}. Neither it nor "
+                    "the original command ran; Ghost was told.")
         if self.result == "expired":
             return "Expired — nobody decided in time. The command did not run; Ghost was told."
         return f"Closed{when}: {self.reason or 'the investigation was stopped'}. Nothing ran."
+
+
+_FORBIDDEN_EDIT = re.compile(
+    r"^the edited command is FORBIDDEN \((?P<rule>[^:()]+): (?:Refused \((?P=rule)\): )?"
+    r"(?P<why>.*)\)$", re.S)
+
+
+def refusal_reason(reason: str | None) -> str:
+    """Why an edit was refused, said once: the gate's "Modification blocked: … (T0.x: Refused
+    (T0.x): …). Original command not run." becomes "it is FORBIDDEN (T0.x): …"."""
+    text = (reason or "the safety gate refused it").strip()
+    text = text.removeprefix("Modification blocked: ").removesuffix(
+        ". Original command not run.").strip()
+    found = _FORBIDDEN_EDIT.match(text)
+    if found:
+        return f"it is FORBIDDEN ({found['rule']}): {found['why'].strip().rstrip('.')}"
+    if text.startswith("the edited command "):
+        return "it " + text.removeprefix("the edited command ").rstrip(".")
+    return text.rstrip(".")
 
 
 def outcome_of(approval: ApprovalLike) -> DecisionOutcome:
@@ -224,9 +273,12 @@ def outcome_of(approval: ApprovalLike) -> DecisionOutcome:
     else:
         result = status
     successor_cmd = (approval.context or {}).get("new_command")
+    blocked = (approval.context or {}).get("blocked_command") if result == "blocked" else None
     return DecisionOutcome(result=result, actor=approval.decided_by, at=approval.decided_at,
                            reason=approval.denial_reason,
-                           new_command=str(successor_cmd) if successor_cmd else None)
+                           new_command=str(successor_cmd) if successor_cmd else None,
+                           stage=str(approval.status),
+                           blocked_command=str(blocked) if blocked else None)
 
 
 @dataclass(frozen=True)

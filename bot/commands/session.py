@@ -58,12 +58,19 @@ def list_sessions(args: argparse.Namespace) -> int:
         from bot.contract.sessions import list_sessions as contract_list
 
         return contract_list(args)
-    rows = build_store().list_investigations(limit=args.limit)
+    from bot.terminal.tables import print_sessions
+    from core.session_state import utc_now
+
+    if args.limit < 0:
+        print(f"ghost: --limit {args.limit} is negative: give how many investigations to list.",
+              file=sys.stderr)
+        return 2
+    store = build_store()
+    rows = store.list_investigations(limit=args.limit) if args.limit else []
     if not rows:
-        print("No investigations yet.")
+        any_at_all = bool(rows) or bool(store.list_investigations(limit=1))
+        print(f"No investigations listed (--limit {args.limit})." if any_at_all else
+              "No investigations yet.")
         return 0
-    for inv in rows:
-        lab = "[lab] " if inv.lab else ""  # ran against the simulated estate (docs/lab.md)
-        print(f"{inv.session_id:28} {inv.status:18} {inv.created_at:%Y-%m-%d %H:%M}  "
-              f"{lab}{inv.symptom[:60]}")
+    print_sessions(rows, sys.stdout, utc_now())  # a table: id, status, started, requester…
     return 0

@@ -114,6 +114,8 @@ def approval_card(card: ApprovalCard, outcome: DecisionOutcome | None = None
                   ) -> tuple[Blocks, str]:
     title = "✏️ Edited command needs approval" if card.modified_by else \
         "⚠️ Approval needed"
+    if outcome is not None:  # decided: the title says what happened, not what is needed
+        title = f"{OUTCOME_ICON.get(outcome.result, '•')} {_decided(outcome)}"
     tier = f"tier {card.tier}" if card.tier is not None else "tier ?"
     facts = [
         f"*{card.classification}* ({tier}, rule `{escape(card.rule or '-')}`) · "
@@ -138,12 +140,26 @@ def approval_card(card: ApprovalCard, outcome: DecisionOutcome | None = None
                            button("Deny…", DENY, card.approval_id, "danger"),
                            button("Modify…", MODIFY, card.approval_id)]})
     else:
-        who = mention(outcome.actor) if outcome.actor and outcome.actor != "ghost" else ""
-        icon = {"approved": "✅", "denied": "🚫", "modified": "✏️", "expired": "⌛",
-                "blocked": "⛔"}.get(outcome.result, "•")
+        who = _who(outcome)
+        icon = OUTCOME_ICON.get(outcome.result, "•")
         line = escape(outcome.summary(WHO if who else "")).replace(WHO, who)
         blocks.append(section(f"{icon} {line}"))
+        return blocks, f"{title} · {clip(card.command, 120)}"
     return blocks, f"Approval needed: {clip(card.command, 120)}"
+
+
+OUTCOME_ICON = {"approved": "✅", "denied": "🚫", "modified": "✏️", "expired": "⌛",
+                "blocked": "⛔"}
+
+
+def _who(outcome: DecisionOutcome) -> str:
+    """The decider as a mention; empty when Ghost itself closed the card."""
+    return mention(outcome.actor) if outcome.actor and outcome.actor != "ghost" else ""
+
+
+def _decided(outcome: DecisionOutcome) -> str:
+    who = _who(outcome)
+    return escape(clip(outcome.headline(WHO if who else ""), 200)).replace(WHO, who)
 
 
 def prompt_message(prompt: Prompt, done_by: str | None = None,

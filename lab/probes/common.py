@@ -121,3 +121,32 @@ def float_arg(value: str, program: str, option: str) -> float:
     except ValueError:
         raise NotModelled(f"{program} {option} {value}: not a number the lab understands") \
             from None
+
+
+def short_options(program: str, argv: Sequence[str], with_value: str,
+                  flags: str) -> tuple[dict[str, str], set[str], list[str]]:
+    """A command's short options the getopt way (clustered ``-zv``, a value attached ``-w3``
+    or next ``-w 3``) and its other words in order; an option the lab does not know is
+    NotModelled rather than guessed at."""
+    values: dict[str, str] = {}
+    seen: set[str] = set()
+    words: list[str] = []
+    args = list(argv[1:])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not (arg.startswith("-") and len(arg) > 1):
+            words.append(arg)
+            continue
+        for j, ch in enumerate(arg[1:], start=1):
+            if ch in with_value:
+                value = arg[j + 1:] or (args[i] if i < len(args) else "")
+                if not arg[j + 1:]:
+                    i += 1
+                values[ch] = value
+                break
+            if ch not in flags:
+                raise NotModelled(f"{program} option -{ch}")
+            seen.add(ch)
+    return values, seen, words

@@ -25,6 +25,7 @@ from lab.probes.common import (
     loss_rate,
     mtu_fault,
     resolve_target,
+    short_options,
 )
 
 
@@ -33,32 +34,12 @@ def _fmt_pct(value: float) -> str:
 
 
 def _ping_args(argv: Sequence[str]) -> tuple[str, dict[str, str], set[str]]:
-    values: dict[str, str] = {}
-    flags: set[str] = set()
-    host: str | None = None
-    args = list(argv[1:])
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg.startswith("-") and len(arg) > 1:
-            for j, ch in enumerate(arg[1:], start=1):
-                if ch in "cWwisMtI":
-                    value = arg[j + 1:] or (args[i] if i < len(args) else "")
-                    if not arg[j + 1:]:
-                        i += 1
-                    values[ch] = value
-                    break
-                if ch not in "nq4vD":
-                    raise NotModelled(f"ping option -{ch}")
-                flags.add(ch)
-        elif host is None:
-            host = arg
-        else:
-            raise NotModelled("ping with several hosts")
-    if host is None:
+    values, flags, hosts = short_options("ping", argv, "cWwisMtI", "nq4vD")
+    if len(hosts) > 1:
+        raise NotModelled("ping with several hosts")
+    if not hosts:
         raise NotModelled("ping without a destination")
-    return host, values, flags
+    return hosts[0], values, flags
 
 
 def ping(v: Vantage, argv: Sequence[str]) -> ProbeOutput:

@@ -23,6 +23,7 @@ from lab.probes.common import (
     int_arg,
     mtu_fault,
     resolve_target,
+    short_options,
 )
 
 SYN_RETRY_MS = 129_564  # Linux gives up after 6 SYN retransmissions (1+2+4+…+64 s)
@@ -208,27 +209,8 @@ def _ports(spec: str) -> list[int]:
 
 
 def nc(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
-    flags: set[str] = set()
-    wait: float | None = None
-    positional: list[str] = []
-    args = list(argv[1:])
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg.startswith("-") and len(arg) > 1:
-            for j, ch in enumerate(arg[1:], start=1):
-                if ch == "w":
-                    value = arg[j + 1:] or (args[i] if i < len(args) else "")
-                    if not arg[j + 1:]:
-                        i += 1
-                    wait = float_arg(value, "nc", "-w")
-                    break
-                if ch not in "zvnu4":
-                    raise NotModelled(f"nc option -{ch}")
-                flags.add(ch)
-        else:
-            positional.append(arg)
+    values, flags, positional = short_options("nc", argv, "w", "zvnu4")
+    wait = float_arg(values["w"], "nc", "-w") if "w" in values else None
     if "u" in flags:
         raise NotModelled("nc -u (UDP has no connection to test)")
     if "z" not in flags:

@@ -106,7 +106,7 @@ def test_a_forbidden_edit_is_refused_and_nothing_runs(slack: SlackHarness,
     slack.submit(blocks.MODIFY_VIEW, first.approval_id, APPROVER,
                  {"command": "az account get-access-token"})
     card = slack.fake.message(CHANNEL, first.message_ref["ts"])
-    assert "Modification refused" in str(card["blocks"])
+    assert "Edit refused" in str(card["blocks"])
     slack.worker.run_until_idle()
     response = fake_gemini.requests[1].function_responses()[0]["response"]
     assert response["status"] == "denied" and "FORBIDDEN" in response["denial_reason"]

@@ -1,0 +1,56 @@
+"""`ghost session list` as a table an engineer can scan: one row per investigation, a header,
+and the state a person would call it (a terminal run whose process died is "interrupted", not
+"running")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, TextIO
+
+from rich import box
+from rich.table import Table
+
+from bot.terminal.prompt import is_tty
+from bot.terminal.style import console_for
+
+#: the statuses in which an investigation may still continue
+LIVE_STATUSES = ("queued", "running", "awaiting_approval", "awaiting_user")
+SYMPTOM_CHARS = 60
+#: piped output is not cut to a terminal's width
+PIPE_WIDTH = 200
+
+
+def shown_status(inv: Any, now: datetime) -> str:
+    """The status, or "interrupted" for a terminal run nobody holds any more."""
+    if inv.platform != "terminal" or inv.status not in LIVE_STATUSES or inv.status == "queued":
+        return str(inv.status)
+    expires = inv.lease_expires_at
+    held = bool(inv.lease_owner) and expires is not None and expires > now
+    return str(inv.status) if held else "interrupted"
+
+
+def _symptom(inv: Any) -> str:
+    text = " ".join(str(inv.symptom or "").split()) or "(no symptom given)"
+    if len(text) > SYMPTOM_CHARS:
+        text = text[: SYMPTOM_CHARS - 1] + "…"
+    return ("[lab] " if inv.lab else "") + text
+
+
+def sessions_table(rows: Sequence[Any], now: datetime) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for name, kwargs in (("ID", {"no_wrap": True}), ("STATUS", {"no_wrap": True}),
+                         ("STARTED (UTC)", {"no_wrap": True}), ("REQUESTER", {}),
+                         ("SYMPTOM", {}), ("TURNS", {"justify": "right"})):
+        table.add_column(name, **kwargs)
+    for inv in rows:
+        started = inv.created_at.strftime("%Y-%m-%d %H:%M")
+        turns = (inv.state or {}).get("turn_count")
+        table.add_row(inv.session_id, shown_status(inv, now), started,
+                      inv.requested_by or "-", _symptom(inv), "-" if turns is None else str(turns))
+    return table
+
+
+def print_sessions(rows: Sequence[Any], out: TextIO, now: datetime) -> None:
+    console = console_for(out, width=None if is_tty(out) else PIPE_WIDTH)
+    console.print(sessions_table(rows, now))
