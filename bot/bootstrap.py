@@ -155,6 +155,7 @@ def build_engine(
         notifier=TerminalNotifier(out),
         audit_dir=str(audit_dir),
         sleep=_sleep,
+        prices=settings.prices,
     )
     return engine, orchestrator_for
 
@@ -230,7 +231,7 @@ def build_chat_engine(
                                    base_url=settings.gemini_base_url),
         shell_for=shell_for, orchestrator_for=orchestrator_for,
         rca_writer=_lab_noted(settings, store, _rca_writer(settings)), notifier=notifier,
-        audit_dir=str(settings.audit_dir), sleep=_sleep,
+        audit_dir=str(settings.audit_dir), sleep=_sleep, prices=settings.prices,
     )
     runtime = ChatRuntime(store=store, engine=engine, notifier=notifier, port_for=port_for,
                           shell_for=shell_for, policy=policy, model=model,

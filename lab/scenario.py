@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from ipaddress import IPv4Address, IPv4Network, ip_address
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "scenarios"
+T = TypeVar("T")
 
 
 class ScenarioError(Exception):
@@ -238,11 +239,14 @@ class Scenario:
     def _net(self, resource_group: str, kind: str, name: str) -> str:
         return f"{self._rg(resource_group)}/providers/Microsoft.Network/{kind}/{name}"
 
-    def _need_vm(self, vm: str | Vm) -> Vm:
-        found = self.vm(_name(vm))
+    def _need(self, found: T | None, what: str, name: str) -> T:
+        """A resource an id is asked for must exist: an id of nothing is a bug, not an answer."""
         if found is None:
-            raise KeyError(f"no VM named {_name(vm)!r} in scenario {self.name}")
+            raise KeyError(f"no {what} named {name!r} in scenario {self.name}")
         return found
+
+    def _need_vm(self, vm: str | Vm) -> Vm:
+        return self._need(self.vm(_name(vm)), "VM", _name(vm))
 
     def vm_id(self, vm: str | Vm) -> str:
         v = self._need_vm(vm)
@@ -259,9 +263,7 @@ class Scenario:
         return f"ipconfig{_name(vm)}"
 
     def vnet_id(self, vnet: str | VNet) -> str:
-        net = self.vnet(_name(vnet))
-        if net is None:
-            raise KeyError(f"no VNet named {_name(vnet)!r} in scenario {self.name}")
+        net = self._need(self.vnet(_name(vnet)), "VNet", _name(vnet))
         return self._net(net.resource_group, "virtualNetworks", net.name)
 
     def subnet_id(self, vnet: str | VNet, subnet: str | Subnet) -> str:
@@ -271,9 +273,7 @@ class Scenario:
         return f"{self.vnet_id(vnet)}/virtualNetworkPeerings/{_name(peering)}"
 
     def nsg_id(self, nsg: str | Nsg) -> str:
-        found = self.nsg(_name(nsg))
-        if found is None:
-            raise KeyError(f"no NSG named {_name(nsg)!r} in scenario {self.name}")
+        found = self._need(self.nsg(_name(nsg)), "NSG", _name(nsg))
         return self._net(found.resource_group, "networkSecurityGroups", found.name)
 
     def rule_id(self, nsg: str | Nsg, rule: str | NsgRule) -> str:
@@ -283,18 +283,14 @@ class Scenario:
         return f"{self.nsg_id(nsg)}/defaultSecurityRules/{rule}"
 
     def route_table_id(self, rt: str | RouteTable) -> str:
-        found = self.route_table(_name(rt))
-        if found is None:
-            raise KeyError(f"no route table named {_name(rt)!r} in scenario {self.name}")
+        found = self._need(self.route_table(_name(rt)), "route table", _name(rt))
         return self._net(found.resource_group, "routeTables", found.name)
 
     def route_id(self, rt: str | RouteTable, route: str | Route) -> str:
         return f"{self.route_table_id(rt)}/routes/{_name(route)}"
 
     def zone_id(self, zone: str | PrivateDnsZone) -> str:
-        found = self.zone(_name(zone))
-        if found is None:
-            raise KeyError(f"no private DNS zone named {_name(zone)!r} in scenario {self.name}")
+        found = self._need(self.zone(_name(zone)), "private DNS zone", _name(zone))
         return self._net(found.resource_group, "privateDnsZones", found.name)
 
     def zone_link_id(self, zone: str | PrivateDnsZone, vnet: str) -> str:

@@ -7,6 +7,7 @@ kind); lab/validate_refs.py checks what crosses sections.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from ipaddress import IPv4Address, IPv4Network, ip_address
 from typing import Any
 
@@ -71,6 +72,21 @@ class Ctx:
             if key not in value:
                 self.err(join_path(path, key), "required key is missing")
         return value
+
+    def resources(self, top: dict[str, Any], key: str, kind: str, required: tuple[str, ...],
+                  optional: tuple[str, ...] = (), *, name_re: re.Pattern[str] = NAME_RE,
+                  name_what: str = "a valid resource name",
+                  ) -> Iterator[tuple[str, dict[str, Any], str | None, str | None]]:
+        """(path, fields, name, resource group) of each mapping in a top-level resource list;
+        the name is declared even when the entry is broken, so references to it stay quiet."""
+        for path, raw in self.items(top, key, ""):
+            d = self.mapping(raw, path, ("name", "resource_group", *required), optional)
+            if d is None:
+                continue
+            name = self.string(d, "name", path, name_re, name_what)
+            self.declare(kind, name)
+            rg = self.string(d, "resource_group", path, NAME_RE, "a valid resource group name")
+            yield path, d, name, rg
 
     def items(self, data: dict[str, Any], key: str, path: str) -> list[tuple[str, Any]]:
         """(path, item) for each entry of a list field; [] when absent or not a list."""
@@ -182,14 +198,8 @@ def kind_of(value: Any) -> str:
 
 def parse_vnets(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, VNet]]:
     out: list[tuple[str, VNet]] = []
-    for path, raw in ctx.items(top, "vnets", ""):
-        d = ctx.mapping(raw, path, ("name", "resource_group", "address_space", "subnets"),
-                        ("dns_servers", "peerings"))
-        if d is None:
-            continue
-        name = ctx.string(d, "name", path, NAME_RE, "a valid resource name")
-        ctx.declare("vnet", name)
-        rg = ctx.string(d, "resource_group", path, NAME_RE, "a valid resource group name")
+    for path, d, name, rg in ctx.resources(top, "vnets", "vnet", ("address_space", "subnets"),
+                                           ("dns_servers", "peerings")):
         space = [n for p, v in ctx.items(d, "address_space", path) if (n := ctx.network(v, p))]
         if "address_space" in d and isinstance(d["address_space"], list) and not d["address_space"]:
             ctx.err(f"{path}.address_space", "a VNet needs at least one address prefix")
@@ -236,13 +246,7 @@ def parse_vnets(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, VNet]]:
 
 def parse_nsgs(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, Nsg]]:
     out: list[tuple[str, Nsg]] = []
-    for path, raw in ctx.items(top, "nsgs", ""):
-        d = ctx.mapping(raw, path, ("name", "resource_group", "rules"))
-        if d is None:
-            continue
-        name = ctx.string(d, "name", path, NAME_RE, "a valid resource name")
-        ctx.declare("nsg", name)
-        rg = ctx.string(d, "resource_group", path, NAME_RE, "a valid resource group name")
+    for path, d, name, rg in ctx.resources(top, "nsgs", "nsg", ("rules",)):
         rules: list[tuple[str, NsgRule]] = []
         priorities: dict[tuple[str, int], tuple[str, str]] = {}
         for rpath, rraw in ctx.items(d, "rules", path):
@@ -301,13 +305,7 @@ def _rule_ports(ctx: Ctx, r: dict[str, Any], key: str, path: str) -> str | None:
 
 def parse_route_tables(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, RouteTable]]:
     out: list[tuple[str, RouteTable]] = []
-    for path, raw in ctx.items(top, "route_tables", ""):
-        d = ctx.mapping(raw, path, ("name", "resource_group", "routes"))
-        if d is None:
-            continue
-        name = ctx.string(d, "name", path, NAME_RE, "a valid resource name")
-        ctx.declare("route_table", name)
-        rg = ctx.string(d, "resource_group", path, NAME_RE, "a valid resource group name")
+    for path, d, name, rg in ctx.resources(top, "route_tables", "route_table", ("routes",)):
         routes: list[tuple[str, Route]] = []
         prefixes: dict[IPv4Network, str] = {}
         for rpath, rraw in ctx.items(d, "routes", path):
@@ -347,13 +345,9 @@ def parse_route_tables(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, RouteTa
 
 def parse_zones(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, PrivateDnsZone]]:
     out: list[tuple[str, PrivateDnsZone]] = []
-    for path, raw in ctx.items(top, "private_dns_zones", ""):
-        d = ctx.mapping(raw, path, ("name", "resource_group", "linked_vnets", "records"))
-        if d is None:
-            continue
-        name = ctx.string(d, "name", path, DOMAIN_RE, "a DNS zone name")
-        ctx.declare("zone", name)
-        rg = ctx.string(d, "resource_group", path, NAME_RE, "a valid resource group name")
+    for path, d, name, rg in ctx.resources(top, "private_dns_zones", "zone",
+                                           ("linked_vnets", "records"),
+                                           name_re=DOMAIN_RE, name_what="a DNS zone name"):
         links: list[str] = []
         for lp, v in ctx.items(d, "linked_vnets", path):
             if isinstance(v, str) and v:
@@ -379,15 +373,11 @@ def parse_zones(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, PrivateDnsZone
 
 def parse_vms(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, Vm]]:
     out: list[tuple[str, Vm]] = []
-    for path, raw in ctx.items(top, "vms", ""):
-        d = ctx.mapping(raw, path, ("name", "resource_group", "subnet", "ip", "power_state",
-                                    "network_watcher_extension", "listens"),
-                        ("nic_nsg", "ip_forwarding", "mtu"))
-        if d is None:
-            continue
-        name = ctx.string(d, "name", path, NAME_RE, "a valid VM name")
-        ctx.declare("vm", name)
-        rg = ctx.string(d, "resource_group", path, NAME_RE, "a valid resource group name")
+    for path, d, name, rg in ctx.resources(top, "vms", "vm",
+                                           ("subnet", "ip", "power_state",
+                                            "network_watcher_extension", "listens"),
+                                           ("nic_nsg", "ip_forwarding", "mtu"),
+                                           name_what="a valid VM name"):
         subnet = ctx.string(d, "subnet", path, re.compile(r"^[^/]+/[^/]+$"), "'vnet/subnet'")
         ip = ctx.address(d["ip"], f"{path}.ip") if "ip" in d else None
         nic_nsg = ctx.string(d, "nic_nsg", path, default=None)

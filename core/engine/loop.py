@@ -24,6 +24,7 @@ from core.engine.history import rebuild, stored_response, user_text
 from core.engine.ports import EngineStore, Notifier, NullNotifier, Orchestrator, Shell
 from core.engine.prompt import build_system_prompt
 from core.engine.tools import TOOL_DECLARATIONS
+from core.engine.usage import recorded, usage_line
 from core.errors import GhostError
 from core.safety.redact import redact
 from core.safety.responses import response_from_record
@@ -82,6 +83,7 @@ class Engine:
         sleep: Callable[[float], None] = lambda _s: None,
         retries: int = 3,
         audit_dir: str = "./audit/",
+        prices: str | None = None,
     ) -> None:
         self.store = store
         self.brain = brain
@@ -93,6 +95,7 @@ class Engine:
         self.sleep = sleep
         self.retries = retries
         self.audit_dir = audit_dir
+        self.prices = prices  # GHOST_PRICES, for the RCA's Cost line (core/engine/usage.py)
 
     # ------------------------------------------------------------------ commands
     def begin(self, session_id: str, symptom: str) -> None:
@@ -397,7 +400,9 @@ class Engine:
                            completion=engine.get("completion"), read_file=read_file,
                            integrity_warning=engine.get("integrity_warning"),
                            generated_at=now, duration_s=duration,
-                           symptom=inv.symptom, requested_by=inv.requested_by)
+                           symptom=inv.symptom, requested_by=inv.requested_by,
+                           cost_line=usage_line(engine, self.prices, str(self.brain.model))
+                           if recorded(engine) else None)
         error = None
         try:
             path: str | None = self.rca_writer(report.filename, report.markdown)

@@ -91,6 +91,7 @@ def build_rca(
     duration_s: float | None = None,
     symptom: str | None = None,
     requested_by: str | None = None,
+    cost_line: str | None = None,
 ) -> RcaReport:
     """Phases 1–5 of ghost-design §7: classify, reduce, read summaries, write Markdown.
 
@@ -132,7 +133,8 @@ def build_rca(
         concluded=completion is not None, duration_s=duration_s, state=doc,
         integrity_warning=integrity_warning)
     lines += sections.who_and_what(symptom, requested_by, audit_records)
-    lines += sections.summary(root_cause, confidence_note, audit, tasks, doc, notes)
+    lines += sections.summary(root_cause, confidence_note, audit, tasks, doc, notes,
+                              cost=cost_line)
     lines += sections.hypotheses(doc)
     lines += sections.commands(audit)
     lines += sections.captures(tasks, reads, advisories)

@@ -112,7 +112,7 @@ def _count_line(audit: AuditEvidence) -> str:
 
 def summary(root_cause: str, confidence_note: str | None, audit: AuditEvidence,
             tasks: Mapping[str, Mapping[str, Any]], state: Mapping[str, Any],
-            notes: Sequence[str] = ()) -> Lines:
+            notes: Sequence[str] = (), cost: str | None = None) -> Lines:
     """The conclusion; hypothesis states come from the log (after the final call's lists were
     applied), never from the raw arguments, so they match the Hypotheses Log."""
     out = ["## Investigation Summary", "", *paragraph(root_cause), ""]
@@ -127,6 +127,8 @@ def summary(root_cause: str, confidence_note: str | None, audit: AuditEvidence,
     out.append(f"- {_count_line(audit)}")
     done = sum(1 for t in tasks.values() if is_completed(t))
     out.append(f"- Packet captures: {len(tasks)} task(s), {done} completed.")
+    if cost:  # tokens and estimated cost of the model calls (docs/eval.md)
+        out.append(f"- Cost: {inline(cost, 300)}")
     return out + [""]
 
 

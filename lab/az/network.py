@@ -10,15 +10,28 @@ gateways, application gateways) list as empty, which is what Azure answers for s
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from lab.az import resources as res
 from lab.az.args import RG, RG_OPTIONAL, Command, Parsed, opt
 from lab.az.catalog import Catalog, same
-from lab.scenario import VNet
+from lab.scenario import PrivateDnsZone, VNet
 
 ID_RG_NAME = (("resource_group", "resource_group"), ("name", "name"))
 ID_CHILD = (("resource_group", "resource_group"), ("name", "parent"), ("child_name_1", "name"))
+T = TypeVar("T")
+
+
+def _named(cat: Catalog, a: Parsed, items: Iterable[T], name_of: Callable[[T], str],
+           where: str) -> T:
+    """The child that ``--name`` names (az matches names case-insensitively), or az's
+    not-found error for ``where/NAME``: every ``… show`` of a child resource asks this."""
+    name = a.require("name")
+    for item in items:
+        if same(name_of(item), name):
+            return item
+    raise cat.child_missing(f"{where}/{name}")
 
 
 def _vnet_table(result: Any) -> Any:
@@ -75,11 +88,9 @@ def subnet_list(cat: Catalog, a: Parsed) -> Any:
 
 def subnet_show(cat: Catalog, a: Parsed) -> Any:
     vnet = _parent_vnet(cat, a)
-    name = a.require("name")
-    for s in vnet.subnets:
-        if same(s.name, name):
-            return res.subnet_json(cat, vnet, s)
-    raise cat.child_missing(f"{cat.scenario.vnet_id(vnet.name)}/subnets/{name}")
+    subnet = _named(cat, a, vnet.subnets, lambda s: s.name,
+                    f"{cat.scenario.vnet_id(vnet.name)}/subnets")
+    return res.subnet_json(cat, vnet, subnet)
 
 
 def peering_list(cat: Catalog, a: Parsed) -> Any:
@@ -89,11 +100,9 @@ def peering_list(cat: Catalog, a: Parsed) -> Any:
 
 def peering_show(cat: Catalog, a: Parsed) -> Any:
     vnet = _parent_vnet(cat, a)
-    name = a.require("name")
-    for p in vnet.peerings:
-        if same(p.name, name):
-            return res.peering_json(cat, vnet, p)
-    raise cat.child_missing(f"{cat.scenario.vnet_id(vnet.name)}/virtualNetworkPeerings/{name}")
+    peering = _named(cat, a, vnet.peerings, lambda p: p.name,
+                     f"{cat.scenario.vnet_id(vnet.name)}/virtualNetworkPeerings")
+    return res.peering_json(cat, vnet, peering)
 
 
 # -- NSGs and rules ------------------------------------------------------------------------
@@ -117,11 +126,9 @@ def rule_list(cat: Catalog, a: Parsed) -> Any:
 
 def rule_show(cat: Catalog, a: Parsed) -> Any:
     nsg = cat.nsg(a.require("resource_group"), a.require("parent"))
-    name = a.require("name")
-    for r in nsg.rules:
-        if same(r.name, name):
-            return res.rule_json(cat, nsg, r)
-    raise cat.child_missing(f"{cat.scenario.nsg_id(nsg.name)}/securityRules/{name}")
+    rule = _named(cat, a, nsg.rules, lambda r: r.name,
+                  f"{cat.scenario.nsg_id(nsg.name)}/securityRules")
+    return res.rule_json(cat, nsg, rule)
 
 
 # -- NICs ----------------------------------------------------------------------------------
@@ -155,11 +162,9 @@ def route_list(cat: Catalog, a: Parsed) -> Any:
 
 def route_show(cat: Catalog, a: Parsed) -> Any:
     table = cat.route_table(a.require("resource_group"), a.require("parent"))
-    name = a.require("name")
-    for r in table.routes:
-        if same(r.name, name):
-            return res.route_json(cat, table, r)
-    raise cat.child_missing(f"{cat.scenario.route_table_id(table.name)}/routes/{name}")
+    route = _named(cat, a, table.routes, lambda r: r.name,
+                   f"{cat.scenario.route_table_id(table.name)}/routes")
+    return res.route_json(cat, table, route)
 
 
 # -- private DNS ---------------------------------------------------------------------------
@@ -174,32 +179,31 @@ def zone_show(cat: Catalog, a: Parsed) -> Any:
     return res.zone_json(cat, cat.zone(a.require("resource_group"), a.require("name")))
 
 
+def _parent_zone(cat: Catalog, a: Parsed) -> PrivateDnsZone:
+    return cat.zone(a.require("resource_group"), a.require("parent"))
+
+
 def link_list(cat: Catalog, a: Parsed) -> Any:
-    zone = cat.zone(a.require("resource_group"), a.require("parent"))
+    zone = _parent_zone(cat, a)
     return [res.link_json(cat, zone, v) for v in zone.linked_vnets]
 
 
 def link_show(cat: Catalog, a: Parsed) -> Any:
-    zone = cat.zone(a.require("resource_group"), a.require("parent"))
-    name = a.require("name")
-    for v in zone.linked_vnets:
-        if same(v, name):
-            return res.link_json(cat, zone, v)
-    raise cat.child_missing(f"{cat.scenario.zone_id(zone.name)}/virtualNetworkLinks/{name}")
+    zone = _parent_zone(cat, a)
+    vnet = _named(cat, a, zone.linked_vnets, str,
+                  f"{cat.scenario.zone_id(zone.name)}/virtualNetworkLinks")
+    return res.link_json(cat, zone, vnet)
 
 
 def record_list(cat: Catalog, a: Parsed) -> Any:
-    zone = cat.zone(a.require("resource_group"), a.require("parent"))
+    zone = _parent_zone(cat, a)
     return [res.record_set_json(cat, zone, n) for n in sorted(zone.records)]
 
 
 def record_show(cat: Catalog, a: Parsed) -> Any:
-    zone = cat.zone(a.require("resource_group"), a.require("parent"))
-    name = a.require("name")
-    for n in zone.records:
-        if same(n, name):
-            return res.record_set_json(cat, zone, n)
-    raise cat.child_missing(f"{cat.scenario.zone_id(zone.name)}/A/{name}")
+    zone = _parent_zone(cat, a)
+    record = _named(cat, a, zone.records, str, f"{cat.scenario.zone_id(zone.name)}/A")
+    return res.record_set_json(cat, zone, record)
 
 
 def ip_config_list(cat: Catalog, a: Parsed) -> Any:
@@ -209,15 +213,12 @@ def ip_config_list(cat: Catalog, a: Parsed) -> Any:
 
 def ip_config_show(cat: Catalog, a: Parsed) -> Any:
     vm = cat.nic(a.require("resource_group"), a.require("parent"))
-    name = a.require("name")
-    for config in res.nic_json(cat, vm)["ipConfigurations"]:
-        if same(config["name"], name):
-            return config
-    raise cat.child_missing(f"{cat.scenario.nic_id(vm)}/ipConfigurations/{name}")
+    return _named(cat, a, res.nic_json(cat, vm)["ipConfigurations"], lambda c: str(c["name"]),
+                  f"{cat.scenario.nic_id(vm)}/ipConfigurations")
 
 
 def record_set_all(cat: Catalog, a: Parsed) -> Any:
-    zone = cat.zone(a.require("resource_group"), a.require("parent"))
+    zone = _parent_zone(cat, a)
     zid = cat.scenario.zone_id(zone.name)
     soa = {"fqdn": f"{zone.name}.", "id": f"{zid}/SOA/@", "isAutoRegistered": False,
            "name": "@", "resourceGroup": zone.resource_group, "ttl": 3600,

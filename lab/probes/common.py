@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, ip_address
+from typing import TypeVar
 
 from lab.az.catalog import Catalog
 from lab.network import DnsAnswer, NotModelled
 from lab.scenario import Fault, Vm
 
+N = TypeVar("N", int, float)
 LOCAL_HOSTNAME = "engineer-laptop"
 #: the stub resolver every Ubuntu guest (and the engineer's machine) asks: systemd-resolved.
 STUB_RESOLVER = "127.0.0.53"
@@ -107,20 +109,20 @@ def not_modelled(what: str) -> NotModelled:
     return NotModelled(what)
 
 
-def int_arg(value: str, program: str, option: str) -> int:
+def _number(kind: Callable[[str], N], value: str, program: str, option: str) -> N:
     try:
-        return int(value)
+        return kind(value)
     except ValueError:
         raise NotModelled(f"{program} {option} {value}: not a number the lab understands") \
             from None
+
+
+def int_arg(value: str, program: str, option: str) -> int:
+    return _number(int, value, program, option)
 
 
 def float_arg(value: str, program: str, option: str) -> float:
-    try:
-        return float(value)
-    except ValueError:
-        raise NotModelled(f"{program} {option} {value}: not a number the lab understands") \
-            from None
+    return _number(float, value, program, option)
 
 
 def short_options(program: str, argv: Sequence[str], with_value: str,

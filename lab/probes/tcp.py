@@ -78,6 +78,12 @@ _SHORT_NAMES = {"v": "--verbose", "s": "--silent", "S": "--show-error", "I": "--
                 "H": "--header", "X": "--request"}
 
 
+def _value_after(args: list[str], i: int, option: str) -> str:
+    if i >= len(args):
+        raise NotModelled(f"curl {option} without its value")
+    return args[i]
+
+
 def _curl_args(argv: Sequence[str]) -> _CurlArgs:
     out = _CurlArgs()
     args = list(argv[1:])
@@ -89,9 +95,7 @@ def _curl_args(argv: Sequence[str]) -> _CurlArgs:
             name, eq, value = arg.partition("=")
             if name in CURL_VALUE_LONG:
                 if not eq:
-                    if i >= len(args):
-                        raise NotModelled(f"curl {name} without its value")
-                    value = args[i]
+                    value = _value_after(args, i, name)
                     i += 1
                 out.values[name] = value
             elif name in CURL_FLAG_LONG:
@@ -104,9 +108,7 @@ def _curl_args(argv: Sequence[str]) -> _CurlArgs:
                 if ch in CURL_VALUE_SHORT:
                     value = arg[j + 1:]
                     if not value:
-                        if i >= len(args):
-                            raise NotModelled(f"curl -{ch} without its value")
-                        value = args[i]
+                        value = _value_after(args, i, f"-{ch}")
                         i += 1
                     out.values[long] = value
                     break

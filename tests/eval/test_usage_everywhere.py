@@ -1,6 +1,6 @@
 """Usage outside eval: with the fake Gemini returning ``usageMetadata``, `ghost demo` (the
-terminal loop) shows the sums in its closing banner, `ghost session show` shows them too, and
-so does the Slack status message."""
+terminal loop) shows the sums in its closing banner and its RCA, `ghost session show` shows
+them too, and so do the Slack status message and the RCA posted in the thread."""
 
 from __future__ import annotations
 
@@ -53,6 +53,8 @@ def test_banner_and_session_show_give_the_sums_gemini_returned(
     capsys.readouterr()
     assert main(["session", "show", session_id]) == 0
     assert f"usage:       {expected}\n" in capsys.readouterr().out
+    rca = Path(out.getvalue().split("RCA REPORT WRITTEN: ", 1)[1].split()[0])
+    assert f"\n- Cost: {expected}\n" in rca.read_text(encoding="utf-8")
 
 
 def test_the_slack_status_message_shows_tokens_cost_and_time(
@@ -83,3 +85,6 @@ def test_the_slack_status_message_shows_tokens_cost_and_time(
     status = str(slack.fake.message(CHANNEL, str(inv.thread_ref))["blocks"])
     assert f"{tokens:,} tokens · est. ${cost:.4f} · " in status, status
     assert "min so far" in status
+    (rca,) = slack.fake.uploads.values()  # the RCA posted in the thread
+    assert f"- Cost: {tokens:,} tokens (prompt 3,100, output 140, thinking 30) in 2 model " \
+        f"calls, est. ${cost:.4f}" in rca.decode()
