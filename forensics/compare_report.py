@@ -66,13 +66,20 @@ def summary_lines(cmp: dict[str, Any]) -> list[str]:
     else:
         lines.append(f"- packets matched one way only: B's clock plus the one-way delay is "
                      f"{_offset(cmp['clock_offset_ms'])}")
-    for way, label in (("a_to_b", "A->B"), ("b_to_a", "B->A")):
+    for way, label, injected in (("a_to_b", "A->B", cmp["unsent_but_received_at_b"]),
+                                 ("b_to_a", "B->A", cmp["unsent_but_received_at_a"])):
         sz = cmp["lost_sizes"][way]
         if sz and sz["packets"] >= 2 and sz["min_bytes"] >= 1000:
             size = (f"{sz['min_bytes']} bytes" if sz["min_bytes"] == sz["max_bytes"]
                     else f"{sz['min_bytes']} to {sz['max_bytes']} bytes")
-            lines.append(f"- every packet lost {label} was a large TCP segment ({size}): "
-                         "suspect an MTU black hole on that path")
+            if injected >= sz["packets"]:
+                # a device that forges resets drops the segment it resets on: not an MTU problem
+                lines.append(f"- every packet lost {label} ({size}) was answered by a packet "
+                             "sent in the other side's name: the device in between dropped "
+                             "them as it reset the connections")
+            else:
+                lines.append(f"- every packet lost {label} was a large TCP segment ({size}): "
+                             "suspect an MTU black hole on that path")
     if cmp["clock_warning"]:
         lines.append(f"- WARNING: {cmp['clock_warning']}")
     return lines

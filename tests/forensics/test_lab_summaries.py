@@ -298,3 +298,39 @@ def test_reports_have_no_empty_or_doubled_wording(lab_doc: Any, scenario: str, v
     if flagged:  # the flag count never stands alone next to the loss figures
         assert re.search(rf"retransmission {flagged} \((data segments only|all SYN|\d+ data)",
                          summary)
+
+
+def test_segments_dropped_by_a_resetting_firewall_are_not_called_an_mtu_black_hole(
+        tmp_path: Path) -> None:
+    """nva-reset: the firewall drops the segment it resets on and forges RSTs to both ends.
+
+    Every lost segment is full-size, but each is answered by a packet sent in the other side's
+    name: the summary must point at the device in between, not at the path MTU.
+    """
+    from forensics.compare import compare_captures
+    from forensics.compare_report import summary_lines
+
+    a = write(tmp_path / "web.pcap", frames("nva-reset", "web-vm-01"))
+    b = write(tmp_path / "reports.pcap", frames("nva-reset", "reports-vm-01"))
+    cmp = compare_captures(str(a), str(b))
+    text = "\n".join(summary_lines(cmp))
+    assert cmp["status"] == "ok" and cmp["lost_b_to_a"] > 0
+    assert cmp["unsent_but_received_at_a"] >= cmp["lost_b_to_a"]
+    assert "MTU black hole" not in text
+    assert "dropped them as it reset the connections" in text
+
+
+def test_full_size_losses_without_injected_packets_still_suggest_the_mtu(tmp_path: Path) -> None:
+    """The MTU hint stays where nothing was injected (the same summary code, other figures)."""
+    from forensics.compare_report import summary_lines
+
+    cmp = {"status": "ok", "capture_a": "a.pcap", "capture_b": "b.pcap", "host_a": "10.1.1.4",
+           "host_b": "10.2.1.4", "lost_a_to_b": 0, "lost_b_to_a": 12, "matched_a_to_b": 40,
+           "matched_b_to_a": 28, "shared_flows": 4, "unsent_but_received_at_a": 0,
+           "unsent_but_received_at_b": 0,
+           "one_way_delay_ms": {"a_to_b_min": 1.0, "a_to_b_median": 1.0, "b_to_a_median": 1.0},
+           "clock_offset_ms": 0.0, "clock_warning": "",
+           "lost_sizes": {"a_to_b": None,
+                          "b_to_a": {"packets": 12, "min_bytes": 1460, "max_bytes": 1460}}}
+    text = "\n".join(summary_lines(cmp))
+    assert "suspect an MTU black hole" in text
