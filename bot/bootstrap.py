@@ -135,25 +135,15 @@ def build_engine(
                                                     sid, scan_orphans=True)
         return orchestrators[sid]
 
-    audit_dir = settings.audit_dir
-
-    def write_rca(filename: str, markdown: str) -> str:
-        audit_dir.mkdir(parents=True, exist_ok=True)
-        path = (audit_dir / filename).resolve()
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(markdown, encoding="utf-8")
-        tmp.replace(path)
-        return str(path)
-
     engine = Engine(
         store=store,
         brain=ThinkingBrain(brain or GeminiBrain(settings.model, settings.gemini_api_key or "",
                                                  base_url=settings.gemini_base_url), activity),
         shell_for=shell_for,
         orchestrator_for=orchestrator_for,
-        rca_writer=_lab_noted(settings, store, write_rca),
+        rca_writer=_lab_noted(settings, store, _rca_writer(settings)),
         notifier=TerminalNotifier(out),
-        audit_dir=str(audit_dir),
+        audit_dir=str(settings.audit_dir),
         sleep=_sleep,
         prices=settings.prices,
     )
