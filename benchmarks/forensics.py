@@ -1,137 +1,135 @@
-"""Benchmark of the forensic engine on a generated capture.
+"""Benchmark of ghost-forensics against tshark on a generated two-ended capture (issue #21).
 
-    .venv/bin/python benchmarks/forensics.py [--packets 1000000] [--compare] [--keep PATH]
+    .venv/bin/python benchmarks/forensics.py [--work /tmp/ghost-bench] [--flows 10450]
+                                             [--repeat 1] [--no-compare] [--no-tshark]
 
-Prints packets/s and peak RSS of the single-capture analysis, tshark's time on the same
-file (``tshark -q -z expert``) when tshark is installed, and with --compare the time of a
-two-ended comparison of two such captures.
+In one run, on the same file (the client end of benchmarks/forensics_gen.py's pair: about a
+million packets in 10,450 TCP connections, ~700 MB, generated once and cached under
+``--work``): the ``ghost-forensics`` CLI with ``--jobs 1`` and with one job per available
+core, ``tshark -n -q -r FILE -z expert``, and ``ghost-forensics A --compare B`` of the two
+ends. For each it prints the wall time, packets/s, the ratio to tshark's wall time, the
+peak RSS of each process and in total, and the CPU time of each process (on a busy machine
+the largest of these is what the wall time would be on an idle one). ``--repeat N`` runs each
+N times and prints the best and the median. About 1 minute on an idle two-core machine (plus
+~15 s to generate the pair the first time).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import random
-import resource
 import shutil
-import struct
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from forensics.engine import analyze_capture  # noqa: E402
-from forensics.semantic import build_semantic  # noqa: E402
+from benchmarks.forensics_gen import two_ended_pair  # noqa: E402
+from forensics.parallel import available_cores  # noqa: E402
 
-ETH = b"\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x08\x00"
-
-
-def generate(path: str, packets: int, seed: int = 1, drop_every: int = 0,
-             ts_shift_ns: int = 0) -> int:
-    """Write a pcap of ``packets`` packets: 200 concurrent TCP flows (data + ACKs) plus DNS.
-
-    ``drop_every`` > 0 omits every n-th data segment (to emulate loss at the other end);
-    returns the bytes written.
-    """
-    rng = random.Random(seed)
-    hdr = struct.Struct("<IIII")
-    ip = struct.Struct("!BBHHHBBH4s4s")
-    tcp = struct.Struct("!HHIIBBHHH")
-    flows = []
-    for i in range(200):
-        flows.append([bytes([10, 0, i // 250, i % 250 + 1]), bytes([10, 1, 0, 5]),
-                      30000 + i, 443, rng.randrange(1 << 32), rng.randrange(1 << 32)])
-    payload = bytes(1400)
-    t = 1_700_000_000 * 1_000_000_000 + ts_shift_ns
-    written = 0
-    ipid = 0
-    with open(path, "wb", buffering=8 << 20) as fh:
-        fh.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
-        n = 0
-        out = []
-        while n < packets:
-            f = flows[(n // 2) % 200]
-            t += 7_000
-            ipid = (ipid + 1) & 0xFFFF
-            if n % 2 == 0:  # data server -> client
-                seg = tcp.pack(443, f[2], f[5], f[4], 0x50, 0x18, 2000, 0, 0) + payload
-                f[5] = (f[5] + 1400) & 0xFFFFFFFF
-                iph = ip.pack(0x45, 0, 20 + len(seg), ipid, 0x4000, 60, 6, 0, f[1], f[0])
-                pkt = ETH + iph + seg
-                if drop_every and (n // 2) % drop_every == 0:
-                    n += 1
-                    continue
-            else:  # ACK client -> server
-                seg = tcp.pack(f[2], 443, f[4], f[5], 0x50, 0x10, 2000, 0, 0)
-                pkt = ETH + ip.pack(0x45, 0, 40, ipid, 0x4000, 64, 6, 0, f[0], f[1]) + seg
-            sec, rem = divmod(t, 1_000_000_000)
-            out.append(hdr.pack(sec, rem // 1000, len(pkt), len(pkt)))
-            out.append(pkt)
-            n += 1
-            if len(out) > 20000:
-                data = b"".join(out)
-                fh.write(data)
-                written += len(data)
-                out = []
-        data = b"".join(out)
-        fh.write(data)
-        written += len(data)
-    return written + 24
+# Runs the real CLI, then reports its own and its share processes' peak RSS (kB) on stderr.
+_CLI = (
+    "import json, resource, sys\n"
+    "from forensics import parallel\n"
+    "from forensics.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "me = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "print('RSS ' + json.dumps([me.ru_maxrss] + parallel.SHARE_RSS_KB), file=sys.stderr)\n"
+    "print('CPU ' + json.dumps([me.ru_utime + me.ru_stime] + parallel.SHARE_CPU_S),\n"
+    "      file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--packets", type=int, default=1_000_000)
-    ap.add_argument("--compare", action="store_true")
-    ap.add_argument("--keep", help="write the capture here instead of a temp dir")
+def _run(argv: list[str]) -> tuple[float, list[int], list[float]]:
+    """Wall time, peak RSS (kB) and CPU time (s) of each process of a command."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=ROOT, text=True)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {err.strip()[-500:]}")
+    rss = [usage.ru_maxrss]
+    cpu = [usage.ru_utime + usage.ru_stime]
+    for line in err.splitlines():
+        if line.startswith("RSS "):
+            rss = json.loads(line[4:])
+        elif line.startswith("CPU "):
+            cpu = json.loads(line[4:])
+    return wall, rss, cpu
+
+
+def _ghost(capture: str, out: str, *extra: str) -> list[str]:
+    return [sys.executable, "-c", _CLI, capture, "--semantic-dir", out, "--report-dir", out,
+            *extra]
+
+
+def _line(name: str, walls: list[float], rss: list[int], cpu: list[float], packets: int,
+          tshark: float | None) -> str:
+    best, typical = min(walls), statistics.median(walls)
+    ratio = f"{best / tshark:.2f}x tshark" if tshark else "tshark not run"
+    rs = " + ".join(f"{r / 1024:.0f}" for r in rss)
+    cs = " + ".join(f"{c:.1f}" for c in cpu)
+    spread = f" (median {typical:.2f} s)" if len(walls) > 1 else ""
+    return (f"{name:<34}{best:7.2f} s{spread}  {packets / best:>9,.0f} packets/s  {ratio:<15}"
+            f"  peak RSS {rs} = {sum(rss) / 1024:.0f} MB  CPU {cs} s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ghost-bench"),
+                    help="where the generated pair is cached (default: %(default)s)")
+    ap.add_argument("--flows", type=int, default=10_450, help="TCP connections to generate")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each command")
+    ap.add_argument("--no-compare", action="store_true", help="skip the two-ended comparison")
+    ap.add_argument("--no-tshark", action="store_true", help="skip tshark")
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ghost-bench-")
-    path = args.keep or os.path.join(tmp, "bench.pcap")
     t0 = time.perf_counter()
-    size = generate(path, args.packets)
-    print(f"generated {args.packets} packets, {size / 1e6:.0f} MB in "
-          f"{time.perf_counter() - t0:.1f} s: {path}")
-    t0 = time.perf_counter()
-    a = analyze_capture(path)
-    doc = build_semantic(a, path)
-    dt = time.perf_counter() - t0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"ghost-forensics: {a.packets} packets in {dt:.2f} s = {a.packets / dt:,.0f} packets/s;"
-          f" peak RSS {rss:.0f} MB; findings {len(doc['findings'])}")
-    if shutil.which("tshark"):
-        t0 = time.perf_counter()
-        subprocess.run(["tshark", "-n", "-q", "-r", path, "-z", "expert"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        tt = time.perf_counter() - t0
-        print(f"tshark -q -z expert: {tt:.2f} s = {a.packets / tt:,.0f} packets/s")
-    else:
-        print("tshark not installed: no comparison")
-    if args.compare:
-        from forensics.compare import compare_captures
-
-        path_b = os.path.join(tmp, "bench_b.pcap")
-        generate(path_b, args.packets, drop_every=1000, ts_shift_ns=3_000_000)
-        t0 = time.perf_counter()
-        cmp = compare_captures(path, path_b)
-        dt = time.perf_counter() - t0
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        # B is A's own file with every 1000th data segment left out and a 3 ms clock shift
-        # (many hosts, one capture point: a timing run, not a two-ended loss scenario).
-        if cmp["status"] != "ok":
-            print(f"compare: {dt:.2f} s; refused: {cmp['reason']}")
-            return
-        unmatched = (cmp["lost_a_to_b"] + cmp["lost_b_to_a"]
-                     + cmp["unsent_but_received_at_a"] + cmp["unsent_but_received_at_b"]
-                     + cmp["not_addressed_to_the_other_side"])
-        print(f"compare: {dt:.2f} s; {unmatched} packets of A without a match in B "
-              f"({args.packets // 2000} left out), offset {cmp['clock_offset_ms']} ms; "
-              f"peak RSS {rss:.0f} MB")
-    if not args.keep:
-        shutil.rmtree(tmp, ignore_errors=True)
+    cap_a, cap_b = two_ended_pair(args.work, args.flows)
+    print(f"capture {cap_a}: {os.path.getsize(cap_a) / 1e6:.0f} MB "
+          f"(ready in {time.perf_counter() - t0:.1f} s); {available_cores()} cores available")
+    out = tempfile.mkdtemp(prefix="ghost-bench-out-")
+    try:
+        jobs = available_cores()
+        runs: dict[str, tuple[list[float], list[int], list[float]]] = {}
+        plan = [("ghost-forensics --jobs 1", _ghost(cap_a, out, "--jobs", "1")),
+                (f"ghost-forensics (auto: {jobs} jobs)", _ghost(cap_a, out))]
+        if not args.no_tshark and shutil.which("tshark"):
+            plan.append(("tshark -n -q -z expert",
+                         ["tshark", "-n", "-q", "-r", cap_a, "-z", "expert"]))
+        if not args.no_compare:
+            plan.append(("ghost-forensics A --compare B", _ghost(cap_a, out, "--compare", cap_b)))
+        for _ in range(args.repeat):  # interleaved, so that load changes hit all alike
+            for name, argv in plan:
+                wall, rss, cpu = _run(argv)
+                walls, peak, cpus = runs.setdefault(name, ([], [], []))
+                if not walls or wall < min(walls):
+                    cpus[:] = cpu  # the CPU times of the best run
+                walls.append(wall)
+                if not peak or sum(rss) > sum(peak):
+                    peak[:] = rss
+        with open(os.path.join(out, Path(cap_a).stem + "_semantic.json"), encoding="utf-8") as fh:
+            packets = int(json.load(fh)["capture"]["packets"])
+        tshark = min(runs["tshark -n -q -z expert"][0]) if "tshark -n -q -z expert" in runs \
+            else None
+        print(f"{packets:,} packets; best of {args.repeat}; load average "
+              f"{os.getloadavg()[0]:.1f}")
+        for name, (walls, peak, cpus) in runs.items():
+            print(_line(name, walls, peak, cpus, packets, tshark))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -135,18 +135,20 @@ def build_engine(
                                                     sid, scan_orphans=True)
         return orchestrators[sid]
 
+    thinking = ThinkingBrain(brain or GeminiBrain(settings.model, settings.gemini_api_key or "",
+                                                  base_url=settings.gemini_base_url), activity)
     engine = Engine(
         store=store,
-        brain=ThinkingBrain(brain or GeminiBrain(settings.model, settings.gemini_api_key or "",
-                                                 base_url=settings.gemini_base_url), activity),
+        brain=thinking,
         shell_for=shell_for,
         orchestrator_for=orchestrator_for,
         rca_writer=_lab_noted(settings, store, _rca_writer(settings)),
         notifier=TerminalNotifier(out),
         audit_dir=str(settings.audit_dir),
-        sleep=_sleep,
+        sleep=thinking.pausing(_sleep),  # a retry's wait says what failed and which attempt
         prices=settings.prices,
     )
+    thinking.attempts = engine.retries + 1
     return engine, orchestrator_for
 
 

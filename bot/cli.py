@@ -56,19 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     verify = audit_cmds.add_parser(
         "verify", help="check the hash chain (exit 0 when intact, 3 when tampered with)"
     )
-    verify.add_argument("session_id", metavar="SID")
+    verify.add_argument("session_id", metavar="SID", help=SID_HELP)
     contract.add_json(verify, "the verdict")
     export = audit_cmds.add_parser(
         "export", help="write shell_audit_SID.jsonl and orchestrator_tasks_SID.jsonl"
     )
-    export.add_argument("session_id", metavar="SID")
+    export.add_argument("session_id", metavar="SID", help=SID_HELP)
     export.add_argument("--dir", required=True, help="directory to write the two files into")
     contract.add_audit_show(audit_cmds)
 
     session = groups.add_parser("session", help="inspect investigations")
     session_cmds = session.add_subparsers(dest="command", metavar="SUBCOMMAND")
     show = session_cmds.add_parser("show", help="print an investigation's session state")
-    show.add_argument("session_id", metavar="SID")
+    show.add_argument("session_id", metavar="SID", help=SID_HELP)
     show.add_argument("--json", action="store_true", help="the ghost-design §8 document")
     listing = session_cmds.add_parser("list", help="list recent investigations")
     listing.add_argument("--limit", type=int, default=20,
@@ -87,24 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     inv.add_argument("--audit-dir", help="where the RCA is written (default: DATA_DIR/audit)")
     contract.add_detach_flags(inv)
 
-    serve = groups.add_parser(
-        "serve", help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, else HTTP on $PORT)",
-        description="Run Ghost in Slack. With SLACK_APP_TOKEN: Socket Mode (no public URL). "
-        "Otherwise HTTP on $PORT at /slack/events (needs SLACK_SIGNING_SECRET). Runs a worker "
-        "too unless --no-worker or GHOST_SERVE_RUNS_WORKER=false.",
-    )
-    serve.add_argument("--no-worker", action="store_true",
-                       help="only answer Slack; `ghost worker` processes run investigations")
-    serve.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on")
-    serve.add_argument("--port", type=int, help="HTTP mode: port (default: $PORT or 3000)")
+    from bot.commands.serve import add_parsers as add_serve_parsers
 
-    work = groups.add_parser(
-        "worker", help="run investigations from the database (any number of processes)",
-        description="Claim runnable investigations with a lease and advance them, posting "
-        "into Slack. Also runs the lease-guarded periodic jobs (approval expiry, recovery).",
-    )
-    work.add_argument("--once", action="store_true",
-                      help="advance everything runnable, then exit")
+    add_serve_parsers(groups)  # `ghost serve` and `ghost worker` (Slack and Teams)
 
     groups.add_parser(
         "doctor", help="check what a deployment needs, one line per check (exit 1 on a problem)",
@@ -135,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab_cmds = lab.add_subparsers(dest="command", metavar="SUBCOMMAND")
     lab_cmds.add_parser("list", help="the shipped scenarios with their titles")
     check = lab_cmds.add_parser("check", help="validate scenario files (exit 1 on errors)")
-    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("files", nargs="+", metavar="FILE", help="scenario files (YAML or JSON)")
     lab_exec = lab_cmds.add_parser(
         "exec", help="what the lab answers to one command (gate verdict, output, exit code)",
         description="Classify CMD with the safety gate, then print the lab's answer and exit "
@@ -162,7 +147,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     redact.add_argument("--jsonl", action="store_true", help="JSON lines in and out")
     contract.add_commands(groups)
+    explain_arguments(parser)
     return parser
+
+
+SID_HELP = "an investigation's session id (ghost_…; see `ghost session list`)"
+#: help for a positional argument that was declared without one, by its metavar or name
+ARGUMENT_HELP = {
+    "SID": SID_HELP,
+    "AUDIT_ID": "an audit record's id, as shown in [brackets] after each command",
+    "APPROVAL_ID": "a pending request's id (see `ghost approvals list`)",
+    "decision": "approve, deny or modify",
+}
+
+
+def explain_arguments(parser: argparse.ArgumentParser) -> None:
+    """Give every argument of every subcommand a help line (``--help`` never shows a bare
+    name), from ``ARGUMENT_HELP`` when its declaration has none."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                explain_arguments(sub)
+        elif action.help is None:
+            action.help = ARGUMENT_HELP.get(str(action.metavar or action.dest))
 
 
 def _handler(path: tuple[str, ...]) -> Callable[[argparse.Namespace], int]:

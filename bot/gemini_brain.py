@@ -131,9 +131,18 @@ class GeminiBrain:
 
     def endpoint(self) -> str:
         """The URL ``generate`` posts to (named in a 404, where a wrong base URL shows)."""
-        base = (self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL")
+        return f"{self.base()}/{self.api_version}/models/{self.model}:generateContent"
+
+    def base(self) -> str:
+        """The endpoint without the API path: short enough for a status line."""
+        return (self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL")
                 or "https://generativelanguage.googleapis.com").rstrip("/")
-        return f"{base}/{self.api_version}/models/{self.model}:generateContent"
+
+    def host(self) -> str:
+        """The endpoint's host (and port), for a status line."""
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.base()).netloc or self.base()
 
     def generate(self, *, system_prompt: str, tools: Sequence[Mapping[str, Any]],
                  history: Sequence[Mapping[str, Any]]) -> ModelReply:
@@ -153,11 +162,12 @@ class GeminiBrain:
         except errors.APIError as exc:
             raise self._api_error(exc) from exc
         except _TIMEOUTS as exc:
-            raise BrainError(f"Gemini did not answer within {self.timeout_s:g}s ({exc})",
+            raise BrainError(f"Gemini did not answer within {self.timeout_s:g}s at POST "
+                             f"{self.endpoint()} ({exc or type(exc).__name__})",
                              transient=True) from exc
         except _TRANSPORT as exc:
-            raise BrainError(f"could not reach Gemini: {type(exc).__name__}: {exc}",
-                             transient=True) from exc
+            raise BrainError(f"could not reach Gemini at POST {self.endpoint()}: "
+                             f"{type(exc).__name__}: {exc}", transient=True) from exc
         return self._reply(response)
 
     def _reply(self, response: types.GenerateContentResponse) -> ModelReply:
@@ -197,9 +207,10 @@ class GeminiBrain:
         blob = f"{detail} {exc.details}".lower()
         transient = code in TRANSIENT_STATUS or code >= 500
         if code == 429:
-            msg = f"Gemini rate limit or quota exhausted (429): {detail}"
+            msg = f"Gemini rate limit or quota exhausted (429 at {self.host()}): {detail}"
         elif transient:
-            msg = f"Gemini is unavailable ({code} {exc.status or ''}): {detail}"
+            msg = (f"Gemini is unavailable ({code} {exc.status or ''} at POST {self.endpoint()})"
+                   f": {detail}")
         elif "api key" in blob or "api_key" in blob:
             msg = (f"Gemini rejected the API key ({code}): {detail} — check GEMINI_API_KEY "
                    "(create one at https://aistudio.google.com/apikey)")

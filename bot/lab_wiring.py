@@ -192,11 +192,12 @@ class LabMarkedPort:
                      choice: str) -> None:
         self.inner.close_prompt(ref, prompt, by, choice)
 
-    def post_rca(self, thread: Any, filename: str, markdown: str, summary: Any) -> str | None:
+    def post_rca(self, thread: Any, filename: str, markdown: str, summary: Any, *,
+                 noted: Callable[[str], None] | None = None) -> str | None:
         marked = dataclasses.replace(summary, root_cause=f"[{self.tag}] {summary.root_cause}")
         if not markdown.startswith(lab_rca_note(self.lab)):
             markdown = lab_rca_note(self.lab) + markdown
-        return self.inner.post_rca(thread, f"lab-{filename}", markdown, marked)
+        return self.inner.post_rca(thread, f"lab-{filename}", markdown, marked, noted=noted)
 
     def tell(self, channel: str, user: str, text: str, thread_ref: str | None = None) -> None:
         self.inner.tell(channel, user, f"{self.tag} · {text}", thread_ref)

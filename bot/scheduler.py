@@ -9,9 +9,14 @@ Jobs:
 - ``expire_approvals``: pending approvals past their expiry are closed (the model is told the
   command did not run), their cards updated, their investigations requeued;
 - ``reconcile``: an investigation waiting on an approval that is no longer pending (the process
-  that recorded the click died before requeueing it) is requeued; an RCA whose upload never
-  started is uploaded, one whose upload was cut short is reported in its thread, and an orphan
-  cleanup whose approval was decided is continued (``ChatRuntime.reconcile_chat``);
+  that recorded the click died before requeueing it) is requeued; posts owed to threads and
+  cards of pending approvals that have none are delivered; an RCA whose upload never started
+  or failed before anything was sent is uploaded, one cut short is checked (and reported in
+  its thread when the platform cannot tell); an orphan cleanup whose approval was decided is
+  continued (``ChatRuntime.reconcile_chat``);
+- ``deliver`` (when given ``deliver_chat``): every 5 s, the posts owed to threads (cards,
+  notices, prompts) and the RCA uploads due for a retry (``ChatRuntime.deliver_due``), so a
+  transient chat error costs seconds, not a reconcile period (which delivers them too);
 - ``sweep``: old retry-dedup keys and half-written RCA files are removed.
 """
 
@@ -44,7 +49,8 @@ class PeriodicJobs:
                  close_card: Callable[[str, DecisionOutcome | None], None], owner: str,
                  audit_dir: Path, clock: Callable[[], datetime],
                  event_retention: timedelta = timedelta(days=1),
-                 reconcile_chat: Callable[[datetime], int] | None = None) -> None:
+                 reconcile_chat: Callable[[datetime], int] | None = None,
+                 deliver_chat: Callable[[datetime], int] | None = None) -> None:
         self.store = store
         self.shell_for = shell_for
         self.close_card = close_card
@@ -53,11 +59,18 @@ class PeriodicJobs:
         self.clock = clock
         self.event_retention = event_retention
         self.reconcile_chat = reconcile_chat
+        self.deliver_chat = deliver_chat
 
     def specs(self) -> list[JobSpec]:
-        return [JobSpec("expire_approvals", 30, self.expire_approvals),
-                JobSpec("reconcile", 30, self.reconcile),
-                JobSpec("sweep", 3600, self.sweep)]
+        specs = [JobSpec("expire_approvals", 30, self.expire_approvals),
+                 JobSpec("reconcile", 30, self.reconcile),
+                 JobSpec("sweep", 3600, self.sweep)]
+        if self.deliver_chat is not None:
+            specs.append(JobSpec("deliver", 5, self.deliver))
+        return specs
+
+    def deliver(self) -> int:
+        return self.deliver_chat(self.clock()) if self.deliver_chat is not None else 0
 
     def guarded(self, spec: JobSpec) -> int | None:
         """Run ``spec`` if this process holds (or takes) its lease; None when another does."""

@@ -10,6 +10,15 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from core.engine.models import DEFAULT_MODEL
 
 
+def default_data_dir() -> Path:
+    """The user's data directory (Linux: ``$XDG_DATA_HOME/ghost``, else
+    ``~/.local/share/ghost``; macOS: ``~/Library/Application Support/ghost``): the same
+    database wherever Ghost is started from, not a new one under each working directory."""
+    from platformdirs import user_data_path
+
+    return user_data_path("ghost", appauthor=False)
+
+
 class Settings(BaseSettings):
     """Everything Ghost reads from its environment. Names are ``GHOST_*`` unless noted."""
 
@@ -18,8 +27,10 @@ class Settings(BaseSettings):
     )
 
     data_dir: Path = Field(
-        default=Path("./ghost-data"),
-        description="Where Ghost keeps its SQLite database, audit exports, captures and reports.",
+        default_factory=default_data_dir,
+        description="Where Ghost keeps its SQLite database, audit exports, captures and reports "
+        "(default: the user's data dir, on Linux ~/.local/share/ghost; `ghost db status` "
+        "prints it).",
     )
     database_url: str | None = Field(
         default=None,

@@ -21,7 +21,9 @@ def orphan_check(store: Any, orchestrator: Any, session_id: str, prompter: Promp
     for error in errors:
         out.write(f"  [WARN] Orphan scan incomplete: {error}\n")
     if buckets.total == 0:
-        out.write("  [OK] No orphaned resources found.\n")
+        # a scan that could not look everywhere cannot say there is nothing: say what it saw
+        out.write("  [WARN] No orphans found in what could be checked; the rest is unknown.\n"
+                  if errors else "  [OK] No orphaned resources found.\n")
         return []
     rows = [("abandoned task", t.get("task_id")) for t in buckets.abandoned_tasks]
     rows += [("cleanup pending", t.get("task_id")) for t in buckets.needs_cleanup]

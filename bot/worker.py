@@ -8,9 +8,16 @@ any command that was running as ``interrupted`` (never re-run), and carries on.
 ``/ghost cancel`` wins over a step in progress: the store never moves a cancelled investigation
 back to running, and the engine stops at its next save (``InvestigationCancelled``).
 
-SIGTERM (``Drain``): no new claims, the pacers stop sleeping, each step in flight finishes
-within the deadline or is handed back, and every lease this process holds is released, so a
-deploy never leaves an investigation waiting for a lease to lapse (docs/slack.md).
+SIGTERM (``Drain``): no new claims, the pacers stop sleeping, and each step in flight stops at
+its next save that leaves the investigation runnable (``StopAtSave``: the same safe point as a
+cancel) or finishes, within the budget; then every lease this process holds is released, so a
+deploy never leaves an investigation waiting for a lease to lapse. The pool's threads are not
+daemon threads: a step is never cut at an arbitrary point by the interpreter's exit, only, past
+the budget, by the hard stop after the leases were released (docs/reliability.md).
+
+A database that drops its connections (restart, failover, ``pg_terminate_backend``) does not
+fail an investigation: the error is recognised (``storage.db.is_transient``), the step is
+handed back as it was last saved, and the next claim carries on from there.
 """
 
 from __future__ import annotations
@@ -21,13 +28,15 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from bot.chat.notifier import InvestigationCancelled
-from core.engine.loop import Engine, Outcome
+from core.engine.loop import Engine, Outcome, StepSuperseded
+from core.engine.ports import Notifier
 from core.errors import GhostError
+from storage.db import transient_cause
 from storage.investigations import RUNNABLE_STATUSES
 
 log = logging.getLogger(__name__)
@@ -45,6 +54,58 @@ class TryLater(GhostError):
     def __init__(self, message: str, *, retry_in: float) -> None:
         super().__init__(message)
         self.retry_in = retry_in
+
+
+class Draining(GhostError):
+    """The step stopped at a save because this process is shutting down (or lost its lease):
+    the investigation is runnable as saved, and another worker carries on from there."""
+
+
+#: the worker whose step this thread runs (``Worker.work`` sets it): one engine serves them all
+_CURRENT = threading.local()
+
+
+class StopAtSave:
+    """The engine's notifier, plus a safe stopping point for shutdowns.
+
+    The engine reports every save (``state_changed``) after it committed; when the worker
+    thread that runs the step must stop (SIGTERM, or its lease was taken), it raises
+    :class:`Draining` there, but only if that save left the investigation runnable — a save
+    that made it wait for a human is followed by the card or prompt, which must go out.
+    """
+
+    def __init__(self, inner: Notifier, runnable: Callable[[str], bool]) -> None:
+        self.inner = inner
+        self.runnable = runnable
+
+    @staticmethod
+    def should_stop(session_id: str) -> bool:
+        """Asked of the worker running this thread's step (none: a front end's thread)."""
+        worker = getattr(_CURRENT, "worker", None)
+        return worker is not None and worker.must_stop(session_id)
+
+    def __getattr__(self, name: str) -> Any:  # the chat notifier's own helpers
+        return getattr(self.inner, name)
+
+    def model_text(self, session_id: str, text: str) -> None:
+        self.inner.model_text(session_id, text)
+
+    def tool_result(self, session_id: str, name: str, args: Mapping[str, Any],
+                    result: Mapping[str, Any]) -> None:
+        self.inner.tool_result(session_id, name, args, result)
+
+    def approval_pending(self, session_id: str, name: str, args: Mapping[str, Any],
+                         result: Mapping[str, Any]) -> None:
+        self.inner.approval_pending(session_id, name, args, result)
+
+    def state_changed(self, session_id: str, state: Mapping[str, Any],
+                      engine_state: Mapping[str, Any]) -> None:
+        self.inner.state_changed(session_id, state, engine_state)
+        phase = (engine_state or {}).get("phase")
+        if phase in ("call_model", "dispatch") and self.should_stop(session_id) and \
+                self.runnable(session_id):
+            raise Draining(f"Investigation {session_id} stopped at a save: this process is "
+                           "shutting down or lost its lease; another worker continues it.")
 
 
 class Drain:
@@ -76,18 +137,22 @@ class Drain:
         """The hard stop: if the process is still here ``margin_s`` before the budget ends
         (a thread stuck in a network call, a listener that will not return), run
         ``last_words`` (release the leases) and exit without waiting for anyone."""
-        def hard_stop() -> None:
-            log.warning("shutdown budget of %.0f s spent: exiting now", self.budget_s)
-            try:
-                last_words()
-            except Exception:  # noqa: BLE001 - exiting anyway; the leases lapse by themselves
-                log.exception("could not release the leases before exiting")
-            logging.shutdown()
-            os._exit(0)
-
-        timer = threading.Timer(self.left(reserve_s=margin_s), hard_stop)
+        timer = threading.Timer(self.left(reserve_s=margin_s), self.exit_now,
+                                args=(last_words,
+                                      f"shutdown budget of {self.budget_s:.0f} s spent"))
         timer.daemon = True
         timer.start()
+
+    def exit_now(self, last_words: Callable[[], None], why: str) -> None:
+        """Run ``last_words`` and end the process at once (``os._exit``): the steps still in
+        flight hold no lease any more, so none of them may go on writing."""
+        log.warning("%s: exiting now", why)
+        try:
+            last_words()
+        except Exception:  # noqa: BLE001 - exiting anyway; the leases lapse by themselves
+            log.exception("could not release the leases before exiting")
+        logging.shutdown()
+        os._exit(0)
 
     def left(self, reserve_s: float = 0.0) -> float:
         """Seconds left of the budget, keeping ``reserve_s`` for the phases after this one."""
@@ -120,6 +185,11 @@ class InFlight:
             return self._idle.wait_for(lambda: self._count == 0, timeout)
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def worker_id(prefix: str = "worker") -> str:
     return f"{prefix}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -146,6 +216,19 @@ class Worker:
         #: per thread (SQLite has one write lock, and the slash commands' records need it)
         self._generation = 0
         self._claiming = threading.Lock()
+        #: set on SIGTERM (``run_forever``'s stop): steps stop at their next runnable save
+        self.stopping = threading.Event()
+        #: investigations whose lease the heartbeat found taken: their step stops too
+        self._lost: set[str] = set()
+        notifier = getattr(engine, "notifier", None)
+        if notifier is not None and not isinstance(notifier, StopAtSave):
+            engine.notifier = StopAtSave(notifier, self._runnable)
+
+    def must_stop(self, session_id: str) -> bool:
+        return self.stopping.is_set() or session_id in self._lost
+
+    def _runnable(self, session_id: str) -> bool:
+        return bool(self.store.get_investigation(session_id).status in RUNNABLE_STATUSES)
 
     def wake(self) -> None:
         """Something became runnable in this process: stop idling now (the Approve click)."""
@@ -188,6 +271,7 @@ class Worker:
         beat = threading.Thread(target=self._heartbeat, args=(session_id, stop), daemon=True,
                                 name=f"lease-{session_id}")
         beat.start()
+        _CURRENT.worker = self
         hold_until = None
         try:
             # a previous owner may have died mid-command: close it, never re-run it
@@ -203,18 +287,43 @@ class Worker:
             hold_until = self.store.clock() + timedelta(seconds=exc.retry_in)
         except InvestigationCancelled:  # /ghost cancel won mid-step: the step is saved
             log.info("investigation %s was cancelled while a worker advanced it", session_id)
+        except StepSuperseded:  # our lease lapsed and another process went on: let it go
+            log.info("investigation %s was advanced by another process while this worker was "
+                     "stalled; nothing of the stale step was saved", session_id)
+        except Draining:  # stopped at a save, runnable: whoever claims it next carries on
+            log.info("investigation %s stopped at a save and is handed back (%s)", session_id,
+                     "shutting down" if self.stopping.is_set() else "lease lost")
         except Exception as exc:  # noqa: BLE001 - one investigation's failure is not the worker's
-            log.exception("investigation %s failed", session_id)
-            try:
-                self.failed(session_id, exc)
-            except Exception:  # noqa: BLE001 - the chat may be down too; the log has it
-                log.exception("could not report the failure of %s", session_id)
+            cause = transient_cause(exc)
+            if cause is not None:  # the database dropped us: retry the step, do not fail it
+                log.warning("investigation %s: the database connection failed mid-step (%s); "
+                            "it is handed back as last saved and retried", session_id,
+                            _first_line(cause))
+            else:
+                log.exception("investigation %s failed", session_id)
+                try:
+                    self.failed(session_id, exc)
+                except Exception:  # noqa: BLE001 - the chat may be down too; the log has it
+                    log.exception("could not report the failure of %s", session_id)
         finally:
+            _CURRENT.worker = None
             stop.set()
             beat.join(timeout=5)
+            self._let_go(session_id, hold_until)
+            self._lost.discard(session_id)
+
+    def _let_go(self, session_id: str, hold_until: Any) -> None:
+        """Release the lease (or keep it as a retry timer); if the database is down, the lease
+        lapses by itself after ``lease_seconds``, which is the same outcome a little later."""
+        try:
             if hold_until is None or not self.store.hold_lease_until(
                     session_id, self.owner, hold_until):
                 self.store.release_lease(session_id, self.owner)
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            if transient_cause(exc) is None:
+                raise
+            log.warning("could not release the lease on %s (%s); it lapses in %.0f s",
+                        session_id, _first_line(exc), self.lease_seconds)
 
     def _advance(self, session_id: str) -> Outcome:
         while True:
@@ -233,7 +342,9 @@ class Worker:
             try:
                 if not self.store.renew_lease(session_id, self.owner,
                                               lease_seconds=self.lease_seconds):
-                    log.warning("lost the lease on %s", session_id)
+                    log.warning("lost the lease on %s: its step stops at the next save",
+                                session_id)
+                    self._lost.add(session_id)
                     return
             except Exception:  # noqa: BLE001 - retry on the next beat
                 log.exception("could not renew the lease on %s", session_id)
@@ -266,13 +377,15 @@ class Worker:
 
         def wake_on_stop() -> None:
             stop.wait()
+            self.stopping.set()  # the steps in flight stop at their next runnable save
             self._wake.set()
 
         stop_watch = threading.Thread(target=wake_on_stop, daemon=True)
         stop_watch.start()
-        # daemon threads, but a shutdown joins them (``drain``) up to its deadline: a step
-        # still running then is handed back rather than holding the process
-        pool = [threading.Thread(target=loop, name=f"ghost-worker-{i}", daemon=True)
+        # not daemon threads: the interpreter's exit never cuts a step at an arbitrary point;
+        # a shutdown joins them (``Drain``) and, past its budget, exits after the leases
+        # were released (``Drain.arm``)
+        pool = [threading.Thread(target=loop, name=f"ghost-worker-{i}")
                 for i in range(max(1, threads))]
         for t in pool:
             t.start()

@@ -32,6 +32,7 @@ from .fragments import Reassembler, window_scale
 from .icmp import IcmpStats
 from .linklayer import fallback_l3_offset, known_l3
 from .reader import CaptureInfo, Record
+from .split import FAST_LINKTYPES, share_of
 from .tunnels import geneve_inner, gre_inner, inner_by_ethertype, vxlan_inner
 
 EVIDENCE_PER_FLOW = 10
@@ -86,6 +87,11 @@ class Analyzer:
         self.app = AppStats()
         self.ts_backwards = 0
         self.reasm = Reassembler()
+        # parallel analysis (parallel.py): this analyzer handles share ``share`` of ``shares``
+        self.share = 0
+        self.shares = 1
+        # when the reader drops other shares' packets: [number of the frame yielded, ...]
+        self.frame_cell: list[int] | None = None
 
     # ------------------------------------------------------------------ helpers
     def _new_tcp_conv(self, key: tuple[bytes, int], addrs: bytes, alen: int, sport: int,
@@ -167,8 +173,17 @@ class Analyzer:
         last_ts = self.last_ts
         v4 = v6 = 0
         resets = 0
+        me, nsh = self.share, self.shares
+        fast_lt = FAST_LINKTYPES
+        owner = share_of
+        cell = self.frame_cell
+        sharing = nsh > 1
+        split_here = sharing and cell is None  # else the reader dropped others' packets
+        dns_ports = DNS_PORTS
         for buf, off, caplen, wirelen, ts, linktype in records:
             frame += 1
+            if sharing and cell is not None:
+                frame = cell[0]
             nbytes += wirelen
             end = off + caplen
             if caplen < wirelen:
@@ -205,6 +220,8 @@ class Analyzer:
                     fam = buf[off] | buf[off + 3]
                     et = 0x0800 if fam == 2 else 0x86DD if fam in (10, 24, 28, 30) else 0
             else:
+                if me:  # parallel: exotic link types are all share 0's (see parallel.py)
+                    continue
                 l3, et = known_l3(linktype, buf, off, end)  # PPP, C-HDLC, 802.11, radiotap
                 if l3 == -2:
                     l3 = fallback_l3_offset(linktype, buf[off:end])
@@ -217,6 +234,8 @@ class Analyzer:
                 elif l3 < 0:
                     self.non_ip_packets += 1
                     continue
+            if split_here and linktype in fast_lt and owner(buf, l3, end, et, nsh) != me:
+                continue  # parallel, and the reader could not split (pcapng): split.py
             # ---------------- network layer (again for each tunnel layer: see tunnels.py)
             while True:
                 wire_end = l3 - off  # bytes of link header, for wire-length arithmetic
@@ -429,7 +448,7 @@ class Analyzer:
                             c0 = buf[p]
                             if c0 == 0x15 or c0 == 0x48:
                                 app.tcp_payload(buf, p, end, frame, addrs, sport, dport, c0)
-                            elif sport in DNS_PORTS or dport in DNS_PORTS:
+                            elif sport in dns_ports or dport in dns_ports:
                                 dns.tcp_payload(buf, p, end, ts, frame, addrs, alen, sport, dport)
                 elif proto == 17:
                     if l4 + 8 > end:
@@ -447,7 +466,7 @@ class Analyzer:
                         flow[8] += l4len - 8
                     flow[11] = ts
                     flow[21] = frame
-                    if sport in DNS_PORTS or dport in DNS_PORTS:
+                    if sport in dns_ports or dport in dns_ports:
                         dns.message(buf, l4 + 8, end, ts, frame, addrs, alen, sport, dport)
                     elif dport == 4789 or sport == 4789 or dport == 6081 or sport == 6081:
                         if dport == 4789 or sport == 4789:

@@ -1,7 +1,11 @@
 """``ghost-forensics``: analyse a capture (optionally against the other end) and write reports.
 
+``ghost-forensics CAPTURE`` writes the three files next to the capture (or into ``--out``) and
+prints the top findings; with ``--semantic-dir`` and ``--report-dir`` (how the investigation
+engine runs it) it prints only the three paths. Output directories must exist.
+
 Every failure becomes one line on stderr and a non-zero exit: 2 for bad input (not a
-capture, unreadable, unwritable output directory), 3 for an internal error.
+capture, unreadable, missing or unwritable output directory), 3 for an internal error.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from .compare import compare_captures
 from .compare_report import comparison_finding, output_stem
 from .engine import analyze_capture
 from .errors import ForensicsError
+from .parallel import PARALLEL_MIN_BYTES, background, plan_jobs
 from .report import executive_summary_md, forensic_report_md
 from .semantic import build_semantic
+from .terminal import top_findings
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
@@ -26,7 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ghost-forensics",
         description="Forensic analysis of a pcap/pcapng capture (TCP analysis as tshark 4.0, "
-        "DNS, ICMP, TLS, HTTP), with an optional two-ended comparison.",
+        "DNS, ICMP, TLS, HTTP), with an optional two-ended comparison. Writes "
+        "{stem}_semantic.json, {stem}_forensic_report.md and {stem}_executive_summary.md.",
+        epilog="Exit status: 0 done (also for a capture cut short: a warning), 2 bad input "
+        "(not a capture, missing file or output directory), 3 internal error.",
     )
     from importlib.metadata import PackageNotFoundError, version
 
@@ -35,15 +44,35 @@ def _parser() -> argparse.ArgumentParser:
     except PackageNotFoundError:  # a source tree that was never installed
         release = "unknown"
     p.add_argument("--version", action="version", version=f"ghost-forensics {release}")
-    p.add_argument("capture", help="capture file (pcap or pcapng)")
-    p.add_argument("--semantic-dir", required=True, help="where {stem}_semantic.json goes")
-    p.add_argument("--report-dir", required=True,
-                   help="where {stem}_forensic_report.md and {stem}_executive_summary.md go")
+    p.add_argument("capture", help="capture file (pcap or pcapng) to analyse")
+    p.add_argument("--out", metavar="DIR",
+                   help="an existing directory for all three files (default: the capture's "
+                   "directory); the top findings are printed")
+    p.add_argument("--semantic-dir", metavar="DIR",
+                   help="an existing directory for {stem}_semantic.json (with --report-dir, "
+                   "only the three paths are printed, as the investigation engine reads them)")
+    p.add_argument("--report-dir", metavar="DIR",
+                   help="an existing directory for {stem}_forensic_report.md and "
+                   "{stem}_executive_summary.md")
     p.add_argument("--compare", metavar="CAPTURE_B",
                    help="capture of the same path taken at the other end")
     p.add_argument("--frame-flags", action="store_true",
                    help="add frame_flags (every frame with a tcp.analysis flag) to the JSON")
+    p.add_argument("--jobs", type=_jobs, metavar="N",
+                   help="processes to analyse with (default: one per available core for a "
+                   f"capture of {PARALLEL_MIN_BYTES >> 20} MB or more, else 1); the output "
+                   "is the same for any N")
     return p
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 256, not {text!r}")
+    return n
 
 
 def _check_input(path: str, what: str) -> None:
@@ -53,6 +82,17 @@ def _check_input(path: str, what: str) -> None:
         raise ForensicsError(f"{what} not found: {path}")
 
 
+def _check_output_dir(path: str | None, flag: str) -> None:
+    """Output directories must exist: a typo must not silently create a new tree."""
+    if path is None:
+        return
+    if not os.path.isdir(path):
+        what = "is not a directory" if os.path.exists(path) else "does not exist"
+        raise ForensicsError(f"output directory {path} ({flag}) {what}; create it first")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ForensicsError(f"output directory {path} ({flag}) is not writable")
+
+
 def run(argv: list[str] | None = None) -> int:
     """The CLI without the process exit, for tests."""
     args = _parser().parse_args(argv)
@@ -60,22 +100,30 @@ def run(argv: list[str] | None = None) -> int:
     _check_input(cap, "capture")
     if args.compare:
         _check_input(args.compare, "comparison capture")
-    analyzer = analyze_capture(cap)
+    for_engine = args.semantic_dir is not None and args.report_dir is not None
+    default = args.out or os.path.dirname(os.path.abspath(cap))
+    sem_dir = args.semantic_dir or default
+    rep_dir = args.report_dir or default
+    for flag, d in (("--out", args.out), ("--semantic-dir", sem_dir), ("--report-dir", rep_dir)):
+        _check_output_dir(d, flag)
+    jobs = plan_jobs(cap, args.jobs)
+    compared = None
+    if args.compare and jobs > 1:  # the comparison runs beside the analysis of A
+        compared = background(compare_captures, cap, args.compare)
+    analyzer = analyze_capture(cap, jobs)
     doc = build_semantic(analyzer, cap, frame_flags=args.frame_flags)
     stem = output_stem(cap, args.compare)
     if args.compare:
-        cmp = compare_captures(cap, args.compare)
+        cmp = compared() if compared is not None else compare_captures(cap, args.compare)
         doc["comparison"] = cmp
         doc["findings"] = [f for f in doc["findings"] if f["id"] != "no_problem_seen"
                            or cmp["status"] != "ok"]
         doc["findings"].insert(0, comparison_finding(cmp))
         for i, f in enumerate(doc["findings"], 1):
             f["rank"] = i
-    os.makedirs(args.semantic_dir, exist_ok=True)
-    os.makedirs(args.report_dir, exist_ok=True)
-    sem_path = os.path.join(args.semantic_dir, f"{stem}_semantic.json")
-    rep_path = os.path.join(args.report_dir, f"{stem}_forensic_report.md")
-    exe_path = os.path.join(args.report_dir, f"{stem}_executive_summary.md")
+    sem_path = os.path.join(sem_dir, f"{stem}_semantic.json")
+    rep_path = os.path.join(rep_dir, f"{stem}_forensic_report.md")
+    exe_path = os.path.join(rep_dir, f"{stem}_executive_summary.md")
     with open(sem_path, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1, default=str)
     report = forensic_report_md(doc, stem)
@@ -86,9 +134,12 @@ def run(argv: list[str] | None = None) -> int:
         fh.write(summary)
     for w in analyzer.info.warnings:
         print(f"ghost-forensics: warning: {w}", file=sys.stderr)
-    print(sem_path)
-    print(rep_path)
-    print(exe_path)
+    if for_engine:
+        print(sem_path)
+        print(rep_path)
+        print(exe_path)
+    else:
+        top_findings(doc, [sem_path, rep_path, exe_path], sys.stdout)
     return 0
 
 

@@ -19,6 +19,7 @@ import bisect
 import ipaddress
 import struct
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,68 +32,97 @@ MAX_EXAMPLES = 10
 MAX_SKEW_NS = 86_400 * 10**9  # beyond a day apart, no clock is that wrong: different moments
 WARN_SKEW_NS = 60 * 10**9
 
-Pkt = tuple[tuple[int, ...], int, bytes, bytes, int, int, int, int, int, bool]
-# (match key, ts_ns, src, dst, sport, dport, seq, data length, ttl, offload-sized)
+Pkt = tuple[tuple[int, ...], int, bytes, bytes, int]  # (match key, ts_ns, src, dst, ttl)
+# version/IHL, total length, IP ID, TTL, protocol, addresses
+_IP4 = struct.Struct("!BxHH2xBB2x4s4s").unpack_from
 
 
-def _packets(records: Iterator[Record]) -> Iterator[Pkt]:
-    """Decode just enough of each IP packet to build its match key."""
-    for buf, off, caplen, wirelen, ts, lt in records:
-        end = off + caplen
-        if lt == 1:
-            if caplen < 14:
+def _packets(records: Iterator[Record], side: _Side) -> Iterator[Pkt]:
+    """Decode just enough of each IP packet to build its match key, and note in ``side``
+    what the sanity checks and the byte ranges need (inline: this runs per packet)."""
+    flows = side.flows
+    pairs = side.pairs
+    ranges = side.ranges
+    offload = side.offload
+    packets = side.packets
+    last = side.last
+    try:
+        for buf, off, caplen, wirelen, ts, lt in records:
+            end = off + caplen
+            if lt == 1:
+                if caplen < 14:
+                    continue
+                et = _U16(buf, off + 12)[0]
+                l3 = off + 14
+                while et in (0x8100, 0x88A8) and l3 + 4 <= end:
+                    et = _U16(buf, l3 + 2)[0]
+                    l3 += 4
+            elif lt == 113:
+                et, l3 = (_U16(buf, off + 14)[0] if caplen >= 16 else 0), off + 16
+            elif lt == 276:
+                et, l3 = (_U16(buf, off)[0] if caplen >= 20 else 0), off + 20
+            elif lt in (101, 12, 14, 228, 229) and caplen:
+                l3 = off
+                et = 0x0800 if buf[off] >> 4 == 4 else 0x86DD
+            elif lt in (0, 108) and caplen >= 4:
+                l3 = off + 4
+                fam = buf[off] | buf[off + 3]
+                et = 0x0800 if fam == 2 else 0x86DD
+            else:
                 continue
-            et = _U16(buf, off + 12)[0]
-            l3 = off + 14
-            while et in (0x8100, 0x88A8) and l3 + 4 <= end:
-                et = _U16(buf, l3 + 2)[0]
-                l3 += 4
-        elif lt == 113:
-            et, l3 = (_U16(buf, off + 14)[0] if caplen >= 16 else 0), off + 16
-        elif lt == 276:
-            et, l3 = (_U16(buf, off)[0] if caplen >= 20 else 0), off + 20
-        elif lt in (101, 12, 14, 228, 229) and caplen:
-            l3 = off
-            et = 0x0800 if buf[off] >> 4 == 4 else 0x86DD
-        elif lt in (0, 108) and caplen >= 4:
-            l3 = off + 4
-            fam = buf[off] | buf[off + 3]
-            et = 0x0800 if fam == 2 else 0x86DD
-        else:
-            continue
-        if et == 0x0800 and l3 + 20 <= end:
-            ihl = (buf[l3] & 15) * 4
-            raw_len = _U16(buf, l3 + 2)[0]
-            iplen = raw_len or (wirelen - (l3 - off))
-            big = raw_len == 0 or iplen > 1500
-            ipid = _U16(buf, l3 + 4)[0]
-            ttl = buf[l3 + 8]
-            proto = buf[l3 + 9]
-            src, dst = buf[l3 + 12 : l3 + 16], buf[l3 + 16 : l3 + 20]
-            l4 = l3 + ihl
-            l4len = iplen - ihl
-        elif et == 0x86DD and l3 + 40 <= end:
-            ipid = 0
-            ttl = buf[l3 + 7]
-            proto = buf[l3 + 6]
-            src, dst = buf[l3 + 8 : l3 + 24], buf[l3 + 24 : l3 + 40]
-            l4 = l3 + 40
-            l4len = _U16(buf, l3 + 4)[0] or (wirelen - (l3 - off) - 40)
-            big = l4len + 40 > 1500
-        else:
-            continue
-        if proto == 6 and l4 + 14 <= end:
-            sport, dport, seq, ack, doff, fl = _TCP(buf, l4)
-            dlen = l4len - (doff >> 4) * 4
-            key: tuple[int, ...] = (6, ipid, sport, dport, seq, ack, fl & 0x3F, dlen)
-            yield key, ts, src, dst, sport, dport, seq, max(dlen, 0), ttl, big
-        elif proto == 17 and l4 + 8 <= end:
-            sport, dport = _U16(buf, l4)[0], _U16(buf, l4 + 2)[0]
-            h = zlib.crc32(buf[l4 + 8 : min(end, l4 + 40)])
-            yield (17, ipid, sport, dport, l4len, h), ts, src, dst, sport, dport, 0, 0, ttl, big
-        elif l4 < end:
-            h = zlib.crc32(buf[l4 : min(end, l4 + 32)])
-            yield (proto, ipid, l4len, h), ts, src, dst, 0, 0, 0, 0, ttl, big
+            if et == 0x0800 and l3 + 20 <= end:
+                vihl, raw_len, ipid, ttl, proto, src, dst = _IP4(buf, l3)
+                ihl = (vihl & 15) * 4
+                iplen = raw_len or (wirelen - (l3 - off))
+                big = raw_len == 0 or iplen > 1500
+                l4 = l3 + ihl
+                l4len = iplen - ihl
+            elif et == 0x86DD and l3 + 40 <= end:
+                ipid = 0
+                ttl = buf[l3 + 7]
+                proto = buf[l3 + 6]
+                src, dst = buf[l3 + 8 : l3 + 24], buf[l3 + 24 : l3 + 40]
+                l4 = l3 + 40
+                l4len = _U16(buf, l3 + 4)[0] or (wirelen - (l3 - off) - 40)
+                big = l4len + 40 > 1500
+            else:
+                continue
+            seq = dlen = 0
+            if proto == 6 and l4 + 14 <= end:
+                sport, dport, seq, ack, doff, fl = _TCP(buf, l4)
+                dlen = l4len - (doff >> 4) * 4
+                key: tuple[int, ...] = (6, ipid, sport, dport, seq, ack, fl & 0x3F, dlen)
+                if dlen < 0:
+                    dlen = 0
+            elif proto == 17 and l4 + 8 <= end:
+                sport, dport = _U16(buf, l4)[0], _U16(buf, l4 + 2)[0]
+                key = (17, ipid, sport, dport, l4len, zlib.crc32(buf[l4 + 8 : min(end, l4 + 40)]))
+            elif l4 < end:
+                sport = dport = 0
+                key = (proto, ipid, l4len, zlib.crc32(buf[l4 : min(end, l4 + 32)]))
+            else:
+                continue
+            # what the side needs (as _flow_key: a flow by protocol and port pair)
+            if not packets:
+                side.first = ts
+            packets += 1
+            if ts > last:
+                last = ts
+            pk = src + dst
+            pairs[pk] = pairs.get(pk, 0) + 1
+            flows.add((proto, sport, dport) if sport < dport else (proto, dport, sport))
+            if dlen:
+                fd = (sport, dport)
+                rs = ranges.get(fd)
+                if rs is None:
+                    rs = ranges[fd] = []
+                rs.append((seq, seq + dlen))
+                if big:
+                    offload.add(fd)
+            yield key, ts, src, dst, ttl
+    finally:
+        side.packets = packets
+        side.last = last
 
 
 def _ip(raw: bytes) -> str:
@@ -140,7 +170,7 @@ class _Side:
         self.first = 0
         self.last = 0
         self.packets = 0
-        self.flows: dict[tuple[int, int, int], list[int]] = {}  # flow -> [first ts, last ts]
+        self.flows: set[tuple[int, int, int]] = set()  # (protocol, port, port)
         self.ranges: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.offload: set[tuple[int, int]] = set()  # (sport, dport) with offload-sized packets
         self.pairs: dict[bytes, int] = {}  # packets per source+destination address bytes
@@ -156,27 +186,6 @@ class _Side:
                 counts[dst] = counts.get(dst, 0) + n
         top = [a for a, n in counts.items() if n >= 0.9 * self.packets]
         return top[0] if len(top) == 1 else None  # two hosts in every packet: cannot tell
-
-    def see(self, key: tuple[int, ...], ts: int, src: bytes, dst: bytes, sp: int, dp: int,
-            seq: int, dlen: int, big: bool) -> None:
-        if not self.packets:
-            self.first = ts
-        self.packets += 1
-        if ts > self.last:
-            self.last = ts
-        pk = src + dst
-        pairs = self.pairs
-        pairs[pk] = pairs.get(pk, 0) + 1
-        fk = (key[0], sp, dp) if sp < dp else (key[0], dp, sp)  # as _flow_key
-        span = self.flows.get(fk)
-        if span is None:
-            self.flows[fk] = [ts, ts]
-        elif ts > span[1]:
-            span[1] = ts
-        if dlen:
-            self.ranges.setdefault((sp, dp), []).append((seq, seq + dlen))
-            if big:
-                self.offload.add((sp, dp))
 
 
 def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
@@ -198,8 +207,7 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
     # Pass 1: index A by key; value = ts << 40 | ttl << 32 | dst id << 16 | src id (FIFO).
     sa, sb = _Side(), _Side()
     index: dict[tuple[int, ...], Any] = {}
-    for key, ts, src, dst, sp, dp, seq, dlen, ttl, big in _packets(open_capture(path_a)[1]):
-        sa.see(key, ts, src, dst, sp, dp, seq, dlen, big)
+    for key, ts, src, dst, ttl in _packets(open_capture(path_a)[1], sa):
         si, di = addr_ids.get(src), addr_ids.get(dst)
         if si is None:
             si = aid(src)
@@ -209,23 +217,22 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
         prev = index.get(key)
         if prev is None:
             index[key] = v
-        elif isinstance(prev, list):
+        elif isinstance(prev, deque):
             prev.append(v)
         else:
-            index[key] = [prev, v]
+            index[key] = deque((prev, v))  # matched first in, first out: popleft, never pop(0)
     # Pass 2: stream B and match.
     deltas: dict[int, list[int]] = {}  # A's sender id -> tsB - tsA of its matched packets
     pairs: dict[int, tuple[bytes, bytes]] = {}  # src id << 16 | dst id at A -> (src, dst) at B
     same_ttl = [0, 0]  # matched packets with the same TTL at both ends, all matched packets
     unmatched_b: list[tuple[int, tuple[int, ...], bytes, bytes]] = []
-    for key, ts, src, dst, sp, dp, seq, dlen, ttl, big in _packets(open_capture(path_b)[1]):
-        sb.see(key, ts, src, dst, sp, dp, seq, dlen, big)
+    for key, ts, src, dst, ttl in _packets(open_capture(path_b)[1], sb):
         hit = index.get(key)
         if hit is None:
             unmatched_b.append((ts, key, src, dst))
             continue
-        if isinstance(hit, list):
-            v = hit.pop(0)
+        if isinstance(hit, deque):
+            v = hit.popleft()
             if not hit:
                 del index[key]
         else:
@@ -356,8 +363,10 @@ def _count(index: dict[tuple[int, ...], Any], unmatched_b: list[tuple[int, tuple
     per_flow: dict[str, list[int]] = {}
     sizes = {"lost_ab": [1 << 30, 0, 0], "lost_ba": [1 << 30, 0, 0]}  # min, max, how many
 
-    ranges_a = {k: _merge(v) for k, v in sa.ranges.items()}
-    ranges_b = {k: _merge(v) for k, v in sb.ranges.items()}
+    # byte ranges are only consulted on flows with offload (by_range): sort only those
+    offload = sa.offload | sb.offload
+    ranges_a = {k: _merge(v) for k, v in sa.ranges.items() if k in offload}
+    ranges_b = {k: _merge(v) for k, v in sb.ranges.items() if k in offload}
 
     def note(kind: str, k: tuple[int, ...], src: bytes, dst: bytes, ts: int) -> None:
         res[kind] += 1
@@ -394,7 +403,7 @@ def _count(index: dict[tuple[int, ...], Any], unmatched_b: list[tuple[int, tuple
 
     # Seen at A, never at B.
     for k, v in index.items():
-        for x in v if isinstance(v, list) else [v]:
+        for x in v if isinstance(v, deque) else (v,):
             t, src, dst = x >> 40, addrs[x & 0xFFFF], addrs[(x >> 16) & 0xFFFF]
             if src in a_at_a and dst in b_at_a:
                 if not judged(k, t + off, sb):

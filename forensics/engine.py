@@ -7,15 +7,22 @@ import struct
 from .analyzer import Analyzer
 from .errors import CorruptCaptureError
 from .findings import UNDECODABLE_MARK, mostly_undecodable
-from .reader import open_capture
+from .parallel import analyze_parallel
+from .reader import check_capture, open_capture
 
 
-def analyze_capture(path: str) -> Analyzer:
-    """Analyse one capture file.
+def analyze_capture(path: str, jobs: int = 1) -> Analyzer:
+    """Analyse one capture file, in ``jobs`` processes (parallel.py; the same result).
 
     A capture that breaks part-way yields a partial analysis with a warning; a file that is
     not a capture at all raises NotACaptureError.
     """
+    if jobs > 1:
+        check_capture(path)  # not a capture: the error here, before any process starts
+        merged = analyze_parallel(path, jobs)
+        if merged is not None:
+            _warn_undecodable(merged)
+            return merged
     info, records = open_capture(path)
     analyzer = Analyzer(info)
     try:

@@ -14,9 +14,10 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from storage.audit import append_in
 from storage.clock import as_utc
 from storage.db import Database
-from storage.models import Approval
+from storage.models import Approval, Investigation
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,37 @@ class ApprovalRepo:
             row = s.get(Approval, approval_id, populate_existing=True)
             assert row is not None
             return _view(row)
+
+    def start_approved_command(
+        self, approval_id: str, expected_version: int, started: Mapping[str, Any]
+    ) -> tuple[ApprovalView, dict[str, Any]] | None:
+        """``approved → executing`` and the ``command_started`` audit record, one transaction.
+
+        Either both are stored or neither: a process killed in between leaves the request
+        ``approved`` with no started record (it may run), never ``executing`` with nothing to
+        say whether the command began. None (nothing written) when the request changed first.
+        The investigation row is locked before the request, as every audit append does.
+        """
+        self.db.ensure_ready()
+        with self.db.session() as s, s.begin():
+            row = s.get(Approval, approval_id)
+            if row is None:
+                return None
+            session_id = row.session_id
+            s.get(Investigation, session_id, with_for_update=True)  # lock order: inv, then req
+            result = s.execute(
+                update(Approval)
+                .where(Approval.approval_id == approval_id,
+                       Approval.version == expected_version,
+                       Approval.status == "approved")
+                .values(status="executing", version=expected_version + 1)
+            )
+            if result.rowcount != 1:  # type: ignore[attr-defined]
+                return None  # nothing was written; the lock goes with the transaction
+            record = append_in(s, session_id, started, self.clock())
+            row = s.get(Approval, approval_id, populate_existing=True)
+            assert row is not None
+            return _view(row), record
 
     def set_approval_message_ref(self, approval_id: str, ref: Mapping[str, Any]) -> None:
         """Where the request's card was posted. Not a decision: the version is left alone, so

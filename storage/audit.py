@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from core.audit_chain import GENESIS, ChainReport, audit_id_for, record_hash, verify_chain
 from core.audit_record import RECORD_FIELDS, normalise_entry
@@ -47,25 +48,8 @@ class AuditRepo:
     def append_audit(self, session_id: str, entry: Mapping[str, Any]) -> dict[str, Any]:
         """Append one entry to the investigation's chain and return the stored record."""
         self.db.ensure_ready()
-        body = _clean(normalise_entry(entry))
         with self.db.session() as s, s.begin():
-            inv = s.get(Investigation, session_id, with_for_update=True)
-            if inv is None:
-                raise UnknownInvestigation(session_id)
-            seq = inv.audit_count + 1
-            record: dict[str, Any] = {
-                "audit_id": audit_id_for(session_id, seq),
-                "session_id": session_id,
-                "seq": seq,
-                "timestamp": iso_micro(self.clock()),
-                **body,
-                "prev_hash": inv.audit_head or GENESIS,
-            }
-            record["hash"] = record_hash(record)
-            s.add(AuditEvent(**record))
-            inv.audit_count = seq
-            inv.audit_head = record["hash"]
-        return record
+            return append_in(s, session_id, entry, self.clock())
 
     def audit_records(self, session_id: str) -> list[dict[str, Any]]:
         """Every record of the investigation in chain order (unknown id: empty list)."""
@@ -95,3 +79,27 @@ class AuditRepo:
         return verify_chain(
             session_id, self.audit_records(session_id), head_count=head_count, head_hash=head_hash
         )
+
+
+def append_in(s: Session, session_id: str, entry: Mapping[str, Any],
+              now: datetime) -> dict[str, Any]:
+    """Append one entry inside the caller's transaction (so that a state change and its
+    audit record commit together, or not at all); returns the record."""
+    body = _clean(normalise_entry(entry))
+    inv = s.get(Investigation, session_id, with_for_update=True)
+    if inv is None:
+        raise UnknownInvestigation(session_id)
+    seq = inv.audit_count + 1
+    record: dict[str, Any] = {
+        "audit_id": audit_id_for(session_id, seq),
+        "session_id": session_id,
+        "seq": seq,
+        "timestamp": iso_micro(now),
+        **body,
+        "prev_hash": inv.audit_head or GENESIS,
+    }
+    record["hash"] = record_hash(record)
+    s.add(AuditEvent(**record))
+    inv.audit_count = seq
+    inv.audit_head = record["hash"]
+    return record

@@ -3,6 +3,14 @@
 SQLite transactions start with ``BEGIN IMMEDIATE`` so that two writers serialise on the write
 lock instead of failing on upgrade; WAL mode and a busy timeout let readers and a worker share the
 file. PostgreSQL URLs written as ``postgresql://`` use psycopg 3.
+
+Dropped connections (a server restart, ``pg_terminate_backend``, a failover): the pool pings a
+connection before handing it out (``pool_pre_ping``) and replaces a dead one, so the next unit
+of work gets a live connection; one that dies *during* a unit of work raises an error that
+:func:`is_transient` recognises, and the caller retries the unit (the worker hands the
+investigation back instead of failing it). PostgreSQL connections carry
+``application_name=ghost`` (unless the URL sets one) so an operator can find them in
+``pg_stat_activity``.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.errors import GhostError
@@ -108,6 +116,8 @@ def make_engine(url: str) -> Engine:
     connect_args: dict[str, Any] = {}
     if parsed.get_backend_name() == "postgresql":
         connect_args["connect_timeout"] = 5
+        if "application_name" not in parsed.query:
+            connect_args["application_name"] = "ghost"
     try:
         return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     except ImportError as exc:  # e.g. postgresql+asyncpg:// without that driver installed
@@ -168,6 +178,42 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+#: SQLite errors that pass once the other writer is done (its one write lock)
+_SQLITE_TRANSIENT = ("database is locked", "database table is locked", "disk i/o error")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for a database error that retrying the same unit of work fixes: the server
+    dropped or refused the connection (restart, ``pg_terminate_backend``, failover), or
+    SQLite's write lock outlasted the busy timeout. False for a real error (a bug, a schema
+    that is not migrated), which must not be retried forever."""
+    if isinstance(exc, DatabaseUnreachable):
+        return True
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    module = type(exc.orig).__module__ if exc.orig is not None else ""
+    if module.startswith("sqlite3"):
+        return any(text in str(exc.orig).lower() for text in _SQLITE_TRANSIENT)
+    return True  # psycopg's OperationalError: the connection, the server, a timeout
+
+
+def transient_cause(exc: BaseException) -> BaseException | None:
+    """The database error behind ``exc`` that a retry fixes (a dropped connection), if any;
+    callers may wrap it (the engine, a listener), so the causes are followed a few levels."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return None
+        if is_transient(seen):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -195,14 +195,32 @@ class DecisionOutcome:
     stage: str | None = None
     #: a refused edit: the command the editor typed (redacted), shown on the card
     blocked_command: str | None = None
+    #: once the approved command ran: its exit code, or what stopped it (``ran_outcome``)
+    exit_code: int | None = None
+    run_failure: str | None = None
+
+    def _ran(self) -> str:
+        """How far an approved command got, for the title."""
+        if self.run_failure:
+            return f"failed ({self.run_failure})"
+        if self.stage == "executed":
+            return "ran" if self.exit_code is None else f"ran (exit {self.exit_code})"
+        if self.stage == "interrupted":
+            return "interrupted while it ran"
+        return "running"
+
+    def icon(self) -> str:
+        """The mark before the title: a ✅ never stands next to a command that failed."""
+        if self.result == "approved" and self.run_failure:
+            return "❗"
+        return {"approved": "✅", "denied": "🚫", "modified": "✏️", "expired": "⌛",
+                "blocked": "⛔"}.get(self.result, "•")
 
     def headline(self, who: str = "") -> str:
         """The decided card's title and notification: what happened, and by whom."""
         by = f" by {who}" if who else ""
         if self.result == "approved":
-            tail = {"executed": "ran", "interrupted": "interrupted while it ran"}.get(
-                str(self.stage), "running")
-            return f"Approved{by} — {tail}"
+            return f"Approved{by} — {self._ran()}"
         if self.result == "denied":
             return f'Denied{by}: "{self.reason}"' if self.reason else \
                 f"Denied{by} — no reason given"
@@ -219,8 +237,15 @@ class DecisionOutcome:
         (empty: not named), so it reads: Approved by @ana at 09:12 UTC — running it now."""
         when = (f" by {who}" if who else "") + (f" at {self.at:%H:%M} UTC" if self.at else "")
         if self.result == "approved":
+            if self.run_failure:
+                return (f"Approved{when} — it did not run to the end: {self.run_failure}. "
+                        "The details are in the thread.")
             if self.stage == "executed":
-                return f"Approved{when} — it ran; its output is in the thread."
+                code = "" if self.exit_code is None else f" (exit {self.exit_code})"
+                return f"Approved{when} — it ran{code}; its output is in the thread."
+            if self.stage == "interrupted":
+                return (f"Approved{when} — Ghost stopped while it ran; it was not run again. "
+                        "The thread says what is known.")
             return f"Approved{when} — running it now."
         if self.result == "denied":
             why = f' Reason: "{self.reason}"' if self.reason else " No reason given."
@@ -281,6 +306,25 @@ def outcome_of(approval: ApprovalLike) -> DecisionOutcome:
                            blocked_command=str(blocked) if blocked else None)
 
 
+def ran_outcome(outcome: DecisionOutcome, result: Mapping[str, Any]) -> DecisionOutcome:
+    """An approved card's outcome once its command's result is known: ran (exit N), or
+    failed with the reason in a few words (not installed, stopped, outcome unknown)."""
+    from dataclasses import replace
+
+    if outcome.result != "approved":
+        return outcome
+    if result.get("status") == "error":
+        error = str(result.get("error") or "unknown")
+        if error in ("interrupted", "outcome_unknown"):
+            return replace(outcome, stage="interrupted")
+        failure = {"command_not_found": "not installed",
+                   "timeout": "stopped at the time limit"}.get(error, error.replace("_", " "))
+        return replace(outcome, stage="executed", run_failure=failure)
+    code = result.get("exit_code")
+    return replace(outcome, stage="executed",
+                   exit_code=int(code) if isinstance(code, int) else None)
+
+
 @dataclass(frozen=True)
 class CommandLine:
     """A command that ran or was refused, as one compact line."""
@@ -292,6 +336,18 @@ class CommandLine:
     note: str = ""
     #: it did not run to the end (not installed, stopped, refused): shown with ❗, not ✅
     failed: bool = False
+
+    def icon(self) -> str:
+        """What happened, at a glance: ✅ it ran (after an approval too — a ⚠️ there read as
+        a warning about a command that ran fine), 🚫 denied, ⛔ refused or blocked, ⌛ expired,
+        ❗ it could not run to the end."""
+        if self.failed:
+            return "❗"
+        if self.verdict.startswith("ran"):
+            return "✅"
+        return {"denied": "🚫", "blocked": "⛔", "not run": "⛔", "expired": "⌛"}.get(
+            self.verdict, {"SAFE": "✅", "RISKY": "⚠️", "FORBIDDEN": "⛔"}.get(
+                self.classification, "•"))
 
 
 def _program(command: str) -> str:
@@ -348,6 +404,9 @@ def command_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> CommandL
         if error == "user_abandoned":
             return CommandLine(classification, "not run", command, audit_id,
                                "the investigation was cancelled before anyone decided")
+        if str(reason or "").startswith("Modification blocked"):  # an edit the gate refused
+            return CommandLine(classification, "not run", command, audit_id,
+                               f"the edit was refused: {refusal_reason(str(reason))}")
         return CommandLine(classification, "denied", command, audit_id,
                            f'reason: "{reason}"' if reason else "")
     if error == "forbidden_command":

@@ -4,6 +4,11 @@ Cards are posted by :meth:`ChatNotifier.approval_pending`, which the engine call
 saved the investigation as waiting: a click can never arrive before that save. The approver
 therefore just answers "later" (None). A card's location is stored on the approval row, so a
 second call (a retry, a restart) does not post it twice.
+
+Every post goes through the outbox (``bot.chat.outbox``): recorded, then sent, retried on
+transient errors by whoever holds or reconciles the investigation; a chat outage is never the
+reason an investigation fails. A pending approval without a card is itself the durable record
+of the card owed (``owe_cards`` finds it after a crash).
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ from bot.chat.content import (
     approval_card,
     capture_lines,
     command_line,
+    outcome_of,
+    ran_outcome,
     record_capture,
     status_view,
     task_line,
 )
+from bot.chat.outbox import Outbox
 from bot.chat.ports import ChatPort
 from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy, ApprovalRequest, Decision
@@ -50,13 +58,16 @@ class ChatNotifier:
         self.port_for = port_for
         self.policy = policy
         self._shown: dict[str, str] = {}  # status fingerprints: saves edits, not needed for truth
+        self.outbox = Outbox(store, port_for)
+        self.outbox.register("card", self._send_card)
 
     def _where(self, session_id: str) -> tuple[Any, ChatPort] | None:
+        """The investigation and its port, whose posts go through the outbox."""
         inv = self.store.get_investigation(session_id)
         port = self.port_for(inv.platform)
         if port is None or not inv.channel_ref or not inv.thread_ref:
             return None
-        return inv, port
+        return inv, self.outbox.port(port)
 
     def model_text(self, session_id: str, text: str) -> None:
         where = self._where(session_id)
@@ -71,6 +82,7 @@ class ChatNotifier:
         inv, port = where
         if name == "run_shell_cmd":
             port.post_command(inv, command_line(self._ran(args, result), result))
+            self._close_ran_card(session_id, port, inv, result)
             return
         # captures: progress goes into the status message; the thread gets a line only for an
         # error or a capture reaching its final state, not one per poll
@@ -79,6 +91,39 @@ class ChatNotifier:
         if not result.get("task_id") or finished:
             port.post_text(inv, task_line(name, result), notice=True)
         self.refresh_status(session_id)
+
+    def _close_ran_card(self, session_id: str, port: ChatPort, inv: Any,
+                        result: Mapping[str, Any]) -> None:
+        """An approved command's card said "— running" since the click: now it says "ran
+        (exit N)" or "failed (…)". The approval is the one the command's audit record names
+        (or the result's own ``approval_id``); SAFE commands have none and no card."""
+        approval = self._approval_of(session_id, result)
+        if approval is None or not approval.message_ref:
+            return
+        outcome = outcome_of(approval)
+        if outcome.result != "approved":
+            return
+        card = approval_card(approval, inv, self.policy)
+        try:
+            port.close_card(approval.message_ref, card, ran_outcome(outcome, result))
+        except Exception as exc:  # noqa: BLE001 - the command line above is the record
+            log.warning("could not mark the card of approval %s as ran: %s",
+                        approval.approval_id, exc)
+
+    def _approval_of(self, session_id: str, result: Mapping[str, Any]) -> Any:
+        approval_id = result.get("approval_id")
+        audit_id = result.get("audit_id")
+        if not approval_id and audit_id:
+            for record in reversed(self.store.audit_records(session_id)):
+                if record.get("audit_id") == audit_id:
+                    approval_id = (record.get("details") or {}).get("approval_id")
+                    break
+        if not approval_id and result.get("action") in ("user_approved", "user_modified"):
+            # no audit record (outcome unknown): the newest approval that was let run
+            ran = self.store.approvals(session_id, statuses=("executing", "executed",
+                                                             "interrupted"))
+            approval_id = ran[-1].approval_id if ran else None
+        return self.store.get_approval(str(approval_id)) if approval_id else None
 
     @staticmethod
     def _ran(args: Mapping[str, Any], result: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -96,16 +141,33 @@ class ChatNotifier:
             self.ensure_card(str(approval_id))
 
     def ensure_card(self, approval_id: str) -> None:
-        """Post the card for a pending request unless it already has one."""
+        """Owe the card of a pending request unless it has one, and deliver it (a failure is
+        retried by the outbox, never raised)."""
         approval = self.store.get_approval(approval_id)
         if approval is None or approval.status != "pending" or approval.message_ref:
             return
-        where = self._where(approval.session_id)
-        if where is None:
+        self.outbox.send(approval.session_id, "card", {"approval_id": approval_id},
+                         key=f"card:{approval_id}")
+
+    def owe_cards(self, session_id: str) -> int:
+        """Every pending approval of the investigation without a card gets one (its process
+        died between recording the approval and posting the card); how many were owed."""
+        owed = 0
+        for approval in self.store.approvals(session_id, statuses=("pending",)):
+            if not approval.message_ref:
+                self.outbox.owe(session_id, "card", {"approval_id": approval.approval_id},
+                                key=f"card:{approval.approval_id}")
+                owed += 1
+        return owed
+
+    def _send_card(self, inv: Any, port: ChatPort, payload: Mapping[str, Any]) -> None:
+        """The outbox's sender for cards: rendered when sent, so it shows the request as it is
+        then; a request decided (or expired) before its card went out needs none."""
+        approval = self.store.get_approval(str(payload["approval_id"]))
+        if approval is None or approval.status != "pending" or approval.message_ref:
             return
-        inv, port = where
         ref = port.post_card(inv, approval_card(approval, inv, self.policy))
-        self.store.set_approval_message_ref(approval_id, ref)
+        self.store.set_approval_message_ref(approval.approval_id, ref)
 
     def state_changed(self, session_id: str, state: Mapping[str, Any],
                       engine_state: Mapping[str, Any]) -> None:
@@ -123,5 +185,10 @@ class ChatNotifier:
         view = replace(status_view(inv), captures=capture_lines(inv.conversation_ref))
         if self._shown.get(session_id) == view.fingerprint():
             return
-        port.update_status(inv, view)
+        try:
+            port.update_status(inv, view)
+        except Exception as exc:  # noqa: BLE001 - an edit, redrawn on the next change
+            log.warning("could not update the status message of %s: %s: %s", session_id,
+                        type(exc).__name__, exc)
+            return
         self._shown[session_id] = view.fingerprint()

@@ -126,16 +126,19 @@ class OrphanDesk:
         if report.get("status") == "error":
             self._set(session_id, state="error")
             if port is not None:
-                port.post_text(inv, "Could not check for orphaned resources from earlier "
-                                    f"investigations: {report.get('message')}", notice=True)
+                self._notice(session_id, "Could not check for orphaned resources from "
+                                         f"earlier investigations: {report.get('message')}")
             return
         buckets = classify_orphans(report, session_id)
         warnings = [str(e) for e in (report.get("orphans") or {}).get("errors") or []]
         if buckets.total == 0:
             self._set(session_id, state="none", warnings=warnings)
             if port is not None:
-                port.post_text(inv, "No orphaned resources found." + "".join(
-                    f" (Scan incomplete: {w})" for w in warnings), notice=True)
+                self._notice(session_id, (
+                    "Orphan scan incomplete: " + "; ".join(warnings) +
+                    ". No orphans found in what could be checked; the rest is unknown.")
+                    if warnings
+                    else "No orphaned resources found.")
             return
         self._set(session_id, state="offered", buckets=asdict(buckets),
                   rows=rows_of(buckets), status={}, waiting={}, warnings=warnings)
@@ -146,8 +149,8 @@ class OrphanDesk:
             ref = port.post_orphan_report(inv, report_view)
             self._set(session_id, ref=ref)
         else:  # a platform without buttons for it: the list, and the terminal's advice
-            port.post_text(inv, "Orphaned resources from earlier investigations:\n" + "\n".join(
-                f"• {r.kind}: {r.name}" for r in report_view.rows), notice=True)
+            self._notice(session_id, "Orphaned resources from earlier investigations:\n" +
+                         "\n".join(f"• {r.kind}: {r.name}" for r in report_view.rows))
 
     def report(self, session_id: str) -> OrphanReport:
         data = self._data(session_id)
@@ -266,6 +269,10 @@ class OrphanDesk:
         self.store.save_state(session_id, state, expected_version=inv.version)
 
     # ------------------------------------------------------------------ helpers
+    def _notice(self, session_id: str, text: str) -> None:
+        """A line in the thread, through the outbox (recorded, retried)."""
+        self.notifier.outbox.send(session_id, "text", {"text": text, "notice": True})
+
     def _data(self, session_id: str) -> dict[str, Any]:
         ref = self.store.get_investigation(session_id).conversation_ref or {}
         return dict(ref.get(KEY) or {})

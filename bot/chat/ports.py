@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from bot.chat.content import (
@@ -60,9 +60,14 @@ class ChatPort(Protocol):
         """Replace the prompt's buttons by who answered it and how, for everyone."""
         ...
 
-    def post_rca(self, thread: Thread, filename: str, markdown: str,
-                 summary: RcaSummary) -> str | None:
-        """Upload the RCA into the thread; the platform's file id when it has one."""
+    def post_rca(self, thread: Thread, filename: str, markdown: str, summary: RcaSummary,
+                 *, noted: Callable[[str], None] | None = None) -> str | None:
+        """Upload the RCA into the thread; the platform's file id when it has one.
+
+        Raises ``bot.chat.outbox.NothingSent`` when it failed before anything reached the
+        thread (retried by itself). A port that can check afterwards whether a file arrived
+        has ``rca_arrived(thread, file_id) -> bool | None`` and calls ``noted(file_id)``
+        before the step that puts the file into the thread."""
         ...
 
     def tell(self, channel: str, user: str, text: str, thread_ref: str | None = None) -> None:

@@ -3,7 +3,9 @@ what a worker posts after each advance (prompts, the RCA, failures).
 
 Each operation changes the database and makes the investigation runnable; a worker (any
 process) does the slow part. What was already posted is recorded in ``conversation_ref`` so a
-retry or a restart does not post it again.
+retry or a restart does not post it again; what is owed and not yet posted is in its outbox
+(``bot.chat.outbox``), delivered by the holder, the ``deliver`` job and the reconcile, so a
+chat outage delays posts but never fails an investigation (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -19,13 +21,12 @@ from bot.chat.content import (
     approval_card,
     brain_failure,
     prompt_for,
-    rca_interrupted,
-    rca_summary,
     status_view,
     unexpected_failure,
 )
 from bot.chat.notifier import ChatNotifier, InvestigationCancelled
 from bot.chat.orphans import OrphanDesk
+from bot.chat.outbox import owes
 from bot.chat.ports import ChatPort
 from bot.chat.prompts import (
     CANCELLED,
@@ -42,6 +43,7 @@ from bot.chat.prompts import (
     entry,
     key_of,
 )
+from bot.chat.rca_upload import RcaUploads
 from bot.worker import InFlight
 from core.engine.loop import Engine, Outcome
 from core.errors import GhostError
@@ -55,6 +57,17 @@ __all__ = ["AlreadyAnswered", "ChatRuntime", "NotWaiting"]
 ROOT_PENDING, ROOT_POSTING, ROOT_REFUSED = "pending", "posting", "refused"
 #: how long a worker waits before trying a root message again after a transient error
 ROOT_RETRY_S = 5.0
+
+
+def _held(inv: Any, now: datetime) -> bool:
+    """Whether a live worker holds the investigation (its lease has not lapsed)."""
+    expires = getattr(inv, "lease_expires_at", None)
+    if not inv.lease_owner or expires is None:
+        return False
+    if expires.tzinfo is None:  # SQLite gives naive UTC
+        from datetime import UTC
+        expires = expires.replace(tzinfo=UTC)
+    return bool(expires > now)
 
 
 class ChatRuntime:
@@ -77,6 +90,10 @@ class ChatRuntime:
         #: The orphan report in the thread; ``build_chat_engine`` gives it an orchestrator.
         self.orphans = OrphanDesk(store, port_for, notifier)
         self.prompts = PromptBook(store)
+        #: every post owed to a thread (``bot.chat.outbox``), shared with the notifier
+        self.outbox = notifier.outbox
+        self.outbox.register("prompt", self._send_prompt)
+        self.rca = RcaUploads(store, port_for, self.outbox)
         #: Told the requester why the root could not be posted (not invited…): True when the
         #: error is for good; False leaves it queued to try again (the chat front end sets it).
         self.root_refused: Callable[[Any, Exception], bool] = lambda _inv, _exc: False
@@ -92,17 +109,43 @@ class ChatRuntime:
         self.open_thread(session_id)
         if not self.store.get_investigation(session_id).thread_ref:
             return
+        self.deliver(session_id)  # what a previous holder owed the thread, cards included
         try:
             self.orphans.scan(session_id)
             self.orphans.merge_manual(session_id)
         except Exception:  # noqa: BLE001 - the investigation matters more than the report
             log.exception("orphan report of %s failed", session_id)
 
+    def deliver(self, session_id: str) -> int:
+        """Owe the cards of pending approvals that have none, then send what the thread is
+        owed, in order (never raises: what fails is retried later)."""
+        try:
+            self.notifier.owe_cards(session_id)
+        except Exception:  # noqa: BLE001 - the next holder or reconcile finds them again
+            log.exception("could not look for unposted cards of %s", session_id)
+        return self.outbox.deliver(session_id)
+
+    def deliver_due(self, now: datetime | None = None) -> int:
+        """Every thread's owed posts (cards of pending approvals included) and the RCA uploads
+        that are due: the periodic job's part, for investigations nobody holds."""
+        count = 0
+        now = now or utc_now()
+        for inv in self.store.list_investigations(limit=500):
+            owed = 0
+            if inv.status not in ("completed", "cancelled", "failed") and (
+                    inv.status == "awaiting_approval" or not _held(inv, now)):
+                # a holder posts its own cards once it saved the investigation as waiting
+                owed = self.notifier.owe_cards(inv.session_id)
+            if owed or owes(inv):
+                count += self.outbox.deliver(inv.session_id)
+        return count + self.reconcile_rca(now)
+
     def reconcile_chat(self, now: datetime) -> int:
-        """The periodic catch-up: RCA uploads (``reconcile_rca``), orphan cleanups whose
+        """The periodic catch-up: posts owed to threads, unposted cards and RCA uploads
+        (``deliver_due``), orphan cleanups whose
         approval was decided but not continued (the clicking process died, or it expired),
         and mentions acked but not acted on (``answer_mention``)."""
-        count = self.reconcile_rca(now)
+        count = self.deliver_due(now)
         stale = iso_utc(now - timedelta(seconds=30))
         for inv in self.store.list_investigations(limit=200):
             if ((inv.conversation_ref or {}).get("orphans") or {}).get("waiting"):
@@ -356,6 +399,10 @@ class ChatRuntime:
         port = self.port_for(inv.platform)
         if port is None:
             return
+        if outcome is not None and outcome.result == "approved" and \
+                outcome.stage not in ("executed", "interrupted") and \
+                approval.status in ("executed", "interrupted"):
+            return  # the command already ran: the worker's "ran (exit N)" card is newer
         card = approval_card(approval, inv, self.policy)
         port.close_card(approval.message_ref, card, outcome or outcome_of(approval))
 
@@ -369,8 +416,9 @@ class ChatRuntime:
         if outcome.kind == "awaiting_user" and ref.get("queued_instructions"):
             taken = self.deliver_queued(session_id)
             if taken:
-                port.post_text(inv, f"Sending Ghost the {len(taken)} instruction(s) left "
-                                    "in this thread while it was busy.", notice=True)
+                self.outbox.send(session_id, "text", {
+                    "text": f"Sending Ghost the {len(taken)} instruction(s) left in this "
+                            "thread while it was busy.", "notice": True})
                 self.notifier.refresh_status(session_id)
                 self.kick()
                 return
@@ -378,86 +426,33 @@ class ChatRuntime:
             key = f"{outcome.kind}:{int(inv.state.get('turn_count') or 0)}"
             if ref.get("prompted") != key and answer_of(inv, key) is None:
                 max_turns = int((inv.engine_state or {}).get("max_turns") or 50)
-                where = port.post_prompt(inv, prompt_for(outcome.kind, session_id, max_turns,
-                                                         key))
-                self.prompts.posted(session_id, key, where, max_turns)
-                if answer_of(self.store.get_investigation(session_id), key) is not None:
-                    self.close_prompt(session_id, key)  # answered while it was being posted
+                asked = len(entry(inv, key).get("refs") or [])  # resume asks again
+                self.outbox.owe(session_id, "prompt", {"key": key, "max_turns": max_turns},
+                                key=f"prompt:{key}:{asked}")
         elif outcome.kind == "completed":
             self.post_rca_once(session_id)
+        self.deliver(session_id)
         self.notifier.refresh_status(session_id)
 
-    def post_rca_once(self, session_id: str) -> bool:
-        """Upload the RCA unless an upload was already claimed: at most once on its own.
+    def _send_prompt(self, inv: Any, port: ChatPort, payload: Any) -> None:
+        """The outbox's sender for Continue / Done (Extend / Generate RCA) prompts."""
+        sid, key = str(inv.session_id), str(payload["key"])
+        if answer_of(inv, key) is not None:
+            return  # answered (a mention, /ghost done) before the prompt went out
+        max_turns = int(payload["max_turns"])
+        where = port.post_prompt(inv, prompt_for(key.partition(":")[0], sid, max_turns, key))
+        self.prompts.posted(sid, key, where, max_turns)
+        if answer_of(self.store.get_investigation(sid), key) is not None:
+            self.close_prompt(sid, key)  # answered while it was being posted
 
-        The claim (``rca_upload``) is a compare-and-set on the row before the upload; the file
-        id and ``rca_posted`` are recorded after it. A crash in between leaves the claim, so no
-        process uploads again by itself; ``reconcile_rca`` then says so in the thread and
-        ``/ghost resume SID`` uploads again (see docs/slack.md).
-        """
-        inv = self.store.get_investigation(session_id)
-        port = self.port_for(inv.platform)
-        if port is None or inv.status != "completed" or not inv.rca_markdown:
-            return False
-        at = iso_utc(utc_now())
+    # ------------------------------------------------------------------ the RCA file
+    def post_rca_once(self, session_id: str, now: datetime | None = None) -> bool:
+        """Upload the RCA unless an upload is claimed or done (``bot.chat.rca_upload``)."""
+        return self.rca.post_once(session_id, now)
 
-        def claim(ref: dict[str, Any]) -> bool:
-            if ref.get("rca_posted") or ref.get("rca_upload"):
-                return False
-            ref["rca_upload"] = {"state": "uploading", "at": at}
-            return True
-
-        if not self.store.change_conversation_ref(session_id, claim):
-            return False
-        try:
-            file_id = port.post_rca(inv, f"ghost_rca_{session_id}.md", inv.rca_markdown,
-                                    rca_summary(inv))
-        except Exception:  # noqa: BLE001 - unknown whether it arrived: say so, do not repeat
-            log.exception("RCA upload of %s failed", session_id)
-            self._mark_rca_interrupted(session_id, inv, port, "uploading")
-            return False
-        self.store.update_conversation_ref(session_id, {
-            "rca_upload": {"state": "posted", "at": at, "file_id": file_id},
-            "rca_posted": True})
-        return True
-
-    def reconcile_rca(self, now: datetime, stale_after: timedelta = timedelta(minutes=10)
-                      ) -> int:
-        """The periodic check: an RCA nobody started uploading (a crash right after the
-        investigation finished) is uploaded; an upload claimed long ago and never confirmed
-        (a crash mid-upload) is reported in the thread with the retry command, once."""
-        count = 0
-        for inv in self.store.list_investigations(statuses=("completed",), limit=200):
-            ref = inv.conversation_ref or {}
-            upload = ref.get("rca_upload") or {}
-            if ref.get("rca_posted") or not inv.rca_markdown:
-                continue
-            if not upload:
-                count += int(self.post_rca_once(inv.session_id))
-            elif upload.get("state") == "uploading" and \
-                    str(upload.get("at") or "") < iso_utc(now - stale_after):
-                port = self.port_for(inv.platform)
-                if port is not None:
-                    count += int(self._mark_rca_interrupted(inv.session_id, inv, port,
-                                                            "uploading"))
-        return count
-
-    def _mark_rca_interrupted(self, session_id: str, inv: Any, port: ChatPort,
-                              expected: str) -> bool:
-        def swap(ref: dict[str, Any]) -> bool:
-            upload = ref.get("rca_upload") or {}
-            if upload.get("state") != expected:
-                return False
-            ref["rca_upload"] = {**upload, "state": "interrupted"}
-            return True
-
-        if not self.store.change_conversation_ref(session_id, swap):
-            return False
-        try:
-            port.post_text(inv, rca_interrupted(session_id), notice=True)
-        except Exception:  # noqa: BLE001 - the chat may be down; the log has it
-            log.exception("could not report the interrupted RCA upload of %s", session_id)
-        return True
+    def reconcile_rca(self, now: datetime, stale_after: timedelta | None = None) -> int:
+        """Finished investigations' RCA files: uploaded, retried, or checked."""
+        return self.rca.reconcile(now, stale_after)
 
     def failed(self, session_id: str, error: BaseException) -> None:
         """Tell the thread what went wrong and what to do; the investigation is saved."""
@@ -477,7 +472,8 @@ class ChatRuntime:
         else:
             text = unexpected_failure(session_id, type(error).__name__)
         if port is not None and inv.channel_ref and inv.thread_ref:
-            port.post_text(inv, "⚠️ " + text, notice=True)
+            self.outbox.send(session_id, "text", {"text": "⚠️ " + text, "notice": True},
+                             key=f"failed:{iso_utc(utc_now())}")  # each failure is told
         self.notifier.refresh_status(session_id)
 
     def prompt(self, session_id: str, kind: str, key: str | None = None) -> Prompt:

@@ -24,6 +24,15 @@ def _revision(db: Any) -> str | None:
         ) from None
 
 
+def where(settings: Any, url: str) -> list[str]:
+    """Where the data dir and the database are, and which setting chose each (no password)."""
+    chosen = "GHOST_DATA_DIR" if "data_dir" in settings.model_fields_set else \
+        "the user's data dir; GHOST_DATA_DIR overrides"
+    source = "GHOST_DATABASE_URL" if settings.database_url else "ghost.db in the data dir"
+    return [f"data dir: {settings.data_dir.resolve()} ({chosen})",
+            f"database: {url} ({source})"]
+
+
 def upgrade(args: argparse.Namespace) -> int:
     from storage import migrate
     from storage.db import Database, safe_url
@@ -60,7 +69,8 @@ def status(args: argparse.Namespace) -> int:
             pass  # shown below as a status, like any other revision
     current = _revision(db)
     head = migrate.head_revision()
-    print(f"database: {safe_url(db.url)}")
+    for line in where(settings, safe_url(db.url)):
+        print(line)
     print(f"revision: {current or 'none (empty)'} (head {head})")
     if current == head:
         return 0

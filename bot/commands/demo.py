@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from bot.settings import Settings, load_settings
 from bot.terminal import RULE, Prompter, banner
 from bot.terminal.approver import local_user, print_alert
+from bot.terminal.style import say
 from core.safety.approval import ApprovalRequest, Decision
 
 DEFAULT_SCENARIO = "nsg-deny-redis"
@@ -142,14 +143,12 @@ def run(settings: Settings, *, scenario: str, yes: bool, stdin: TextIO | None = 
                   "`ghost demo` again for a fresh run.\n")
         return 130
     except BrainUnavailable as exc:
-        out.write(f"\n[ERROR] {exc.message}\n")
-        out.flush()
+        say(out, f"\n[ERROR] {exc.message}")
         return 1
     finally:
         lease.release()
-    out.write(f"  Lab session {session_id} (scenario {lab.scenario.name}) is saved with its "
-              "audit log, marked as a lab run.\n"
-              f"  Verify the audit chain: ghost audit verify {session_id}\n"
-              f"  Every command and decision: ghost audit export {session_id} --dir .\n")
-    out.flush()
+    say(out, f"  Lab session {session_id} (scenario {lab.scenario.name}) is saved with its "
+        "audit log, marked as a lab run.\n"
+        f"  Verify the audit chain: ghost audit verify {session_id}\n"
+        f"  Every command and decision: ghost audit export {session_id} --dir .", indent="    ")
     return code

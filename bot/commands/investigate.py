@@ -13,6 +13,7 @@ from typing import TextIO
 
 from bot.settings import Settings, load_settings
 from bot.terminal import Prompter, TerminalLease, banner, closing_banner
+from bot.terminal.style import say
 from core.errors import GhostError
 from core.session_state import ChecksumStatus, check_checksum
 
@@ -36,6 +37,12 @@ def investigate(args: argparse.Namespace) -> int:
         from bot.contract.detach import detach  # create it for a `ghost worker`, print its id
 
         return detach(args)
+    if args.symptom is not None and not args.symptom.strip() and not args.resume:
+        # a blank argument is a slip, not an investigation: nothing is created for it
+        print("ghost: No symptom given (the argument is blank); nothing to investigate. Run "
+              '`ghost investigate "what is broken"`, or with no argument to be asked.',
+              file=sys.stderr)
+        return 1
     settings = load_settings()
     if args.model:
         settings.model = args.model
@@ -89,8 +96,7 @@ def run(settings: Settings, *, symptom: str | None, resume: str | None,
         out.write(f"\n{resume_hint(session_id)}\n" if session_id else "\nInterrupted.\n")
         return 130
     except BrainUnavailable as exc:
-        out.write(f"\n[ERROR] {exc.message}\n{resume_hint(session_id)}\n")
-        out.flush()
+        say(out, f"\n[ERROR] {exc.message}\n{resume_hint(session_id)}")
         return 1
     finally:
         if lease is not None:

@@ -1,7 +1,9 @@
-"""`ghost serve` (the Slack app, plus a worker unless told not to) and `ghost worker`.
+"""`ghost serve` (the Slack and/or Teams front end, plus a worker unless told not to) and
+`ghost worker`.
 
-Socket Mode when SLACK_APP_TOKEN is set (one process, no public URL); HTTP on $PORT otherwise.
-Both run the lease-guarded periodic jobs, so any number of replicas can run.
+Slack: Socket Mode when SLACK_APP_TOKEN is set (one process, no public URL); HTTP on $PORT
+otherwise. Teams: the Bot Framework endpoint on $TEAMS_PORT when MicrosoftAppId is set. Both
+commands run the lease-guarded periodic jobs, so any number of replicas can run.
 
 SIGTERM drains within 10 s (``bot.worker.Drain``): no new requests or claims, the acks in flight
 answered, the pacers stop sleeping, the steps in flight finished or handed back, leases released.
@@ -13,16 +15,54 @@ import argparse
 import logging
 import signal
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.settings import Settings, load_settings
 from core.errors import GhostError
+
+if TYPE_CHECKING:  # `ghost --help` builds the parsers below without loading the settings
+    from bot.settings import Settings
 
 log = logging.getLogger("ghost")
 
 
 class MissingSetting(GhostError):
     exit_code = 2
+
+
+SERVE_HELP = "run Ghost in Slack and/or Teams (plus a worker unless --no-worker)"
+SERVE_DESCRIPTION = (
+    "Answer Slack and/or Microsoft Teams, whichever is configured. Slack: Socket Mode when "
+    "SLACK_APP_TOKEN is set (no public URL), else HTTP on $PORT at /slack/events (needs "
+    "SLACK_SIGNING_SECRET). Teams: the Bot Framework endpoint /api/messages on $TEAMS_PORT "
+    "(default 3978) when MicrosoftAppId is set. Runs a worker too unless --no-worker or "
+    "GHOST_SERVE_RUNS_WORKER=false. SIGTERM drains within 10 s: no new requests or claims, the "
+    "steps in flight finished or handed back, every lease released (docs/reliability.md).")
+WORKER_HELP = "run investigations from the database (any number of processes)"
+WORKER_DESCRIPTION = (
+    "Claim runnable investigations with a lease and advance them, posting into Slack and/or "
+    "Teams (or, with neither configured, running `ghost investigate --detach` ones). Also "
+    "runs the lease-guarded periodic jobs (approval expiry, recovery). SIGTERM drains within "
+    "10 s like `ghost serve`.")
+
+
+def add_parsers(groups: Any) -> None:
+    """`ghost serve` and `ghost worker`, every argument with its help (bot/cli.py)."""
+    serve_parser = groups.add_parser("serve", help=SERVE_HELP, description=SERVE_DESCRIPTION)
+    serve_parser.add_argument(
+        "--no-worker", action="store_true",
+        help="only answer Slack/Teams; separate `ghost worker` processes run investigations")
+    serve_parser.add_argument(
+        "--host", default="0.0.0.0",
+        help="address the Slack HTTP endpoint, the Teams endpoint and the /healthz and "
+             "/readyz probes listen on (default: 0.0.0.0)")
+    serve_parser.add_argument(
+        "--port", type=int,
+        help="port of the Slack HTTP endpoint, or of the probes in Socket Mode or Teams-only "
+             "(default: $PORT or 3000; Teams uses $TEAMS_PORT)")
+    worker_parser = groups.add_parser("worker", help=WORKER_HELP,
+                                      description=WORKER_DESCRIPTION)
+    worker_parser.add_argument("--once", action="store_true",
+                               help="advance everything runnable, then exit (no periodic jobs)")
 
 
 def _setup_logging() -> None:
@@ -60,6 +100,8 @@ def _shut_down(started: list[Any], store: Any, drain: Any) -> None:
     still holds, release the job leases (and, past the budget, exit regardless)."""
     scheduler, owner = started[0], started[-1]
     worker = started[2] if len(started) == 4 else None
+    log.info("Shutting down: no new work; the steps in flight stop at their next save or are "
+             "handed back within %.0f s.", drain.left())
 
     def release() -> None:
         if worker is not None:
@@ -71,12 +113,15 @@ def _shut_down(started: list[Any], store: Any, drain: Any) -> None:
     if worker is not None:
         started[1].join(drain.left(reserve_s=1.0))
     release()
+    if worker is not None and started[1].is_alive():  # a step reached no save in time
+        drain.exit_now(lambda: None, "a step in flight did not reach a save within the budget;"
+                       " it was handed back")
 
 
 def _background(services: Any, settings: Settings, stop: threading.Event, *,
                 run_worker: bool) -> list[Any]:
-    """The periodic jobs and, optionally, a worker pool, as daemon threads joined on
-    shutdown (``_shut_down``): [scheduler, (thread, worker,) owner]."""
+    """The periodic jobs and, optionally, a worker pool (not daemon threads: joined on
+    shutdown by ``_shut_down``): [scheduler, (thread, worker,) owner]."""
     from bot.scheduler import PeriodicJobs, start_scheduler
     from bot.worker import Worker, worker_id
     from core.session_state import utc_now
@@ -86,7 +131,8 @@ def _background(services: Any, settings: Settings, stop: threading.Event, *,
     jobs = PeriodicJobs(store=services.store, shell_for=runtime.shell_for,
                         close_card=runtime.close_card, owner=owner,
                         audit_dir=settings.audit_dir, clock=utc_now,
-                        reconcile_chat=runtime.reconcile_chat)
+                        reconcile_chat=runtime.reconcile_chat,
+                        deliver_chat=runtime.deliver_due)  # owed posts, every 5 s
     started: list[Any] = [start_scheduler(jobs)]
     if run_worker:
         worker = Worker(store=services.store, engine=runtime.engine,
@@ -95,7 +141,7 @@ def _background(services: Any, settings: Settings, stop: threading.Event, *,
                         lease_seconds=settings.lease_seconds, before=runtime.before_advance)
         runtime.kick = worker.wake
         thread = threading.Thread(target=worker.run_forever, args=(stop,),
-                                  kwargs={"threads": settings.worker_threads}, daemon=True,
+                                  kwargs={"threads": settings.worker_threads},
                                   name="ghost-worker")
         thread.start()
         started += [thread, worker]
@@ -107,6 +153,8 @@ def serve(args: argparse.Namespace) -> int:
     from bot.slack.app import build_slack
 
     _setup_logging()
+    from bot.settings import load_settings
+
     settings = load_settings()
     socket_mode = bool(settings.slack_app_token)
     run_worker = settings.serve_runs_worker and not args.no_worker
@@ -209,6 +257,8 @@ def worker(args: argparse.Namespace) -> int:
     from bot.slack.app import build_slack
 
     _setup_logging()
+    from bot.settings import load_settings
+
     settings = load_settings()
     _require_gemini(settings)
     # the worker posts into Slack and/or Teams but receives nothing: no signing secret needed

@@ -72,5 +72,12 @@ def list_sessions(args: argparse.Namespace) -> int:
         print(f"No investigations listed (--limit {args.limit})." if any_at_all else
               "No investigations yet.")
         return 0
-    print_sessions(rows, sys.stdout, utc_now())  # a table: id, status, started, requester…
+    from core.engine.usage import PriceTableError, parse_prices
+
+    try:
+        prices = parse_prices(load_settings().prices)
+    except PriceTableError:  # `ghost doctor` says what is wrong with it; no cost shown
+        prices = {}
+    # a table: id, status, started, requester, symptom, turns, cost
+    print_sessions(rows, sys.stdout, utc_now(), prices)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from bot.contract.codes import Code, ContractError
 from bot.contract.output import emit, parse_fields
@@ -46,6 +47,17 @@ def parse_statuses(text: str | None) -> list[str] | None:
     return wanted
 
 
+def _prices() -> dict[str, Any]:
+    """GHOST_PRICES, or none when it is unset or unreadable (the cost is then null)."""
+    from bot.settings import load_settings
+    from core.engine.usage import PriceTableError, parse_prices
+
+    try:
+        return dict(parse_prices(load_settings().prices))
+    except PriceTableError:
+        return {}
+
+
 def list_sessions(args: argparse.Namespace) -> int:
     from bot.bootstrap import build_store
     from storage.contract_queries import investigations
@@ -58,7 +70,9 @@ def list_sessions(args: argparse.Namespace) -> int:
     rows = investigations(build_store(), statuses=statuses, since=since, limit=args.limit)
     if args.json:
         verbose = bool(fields) or bool(getattr(args, "verbose", False))
-        emit({"count": len(rows), "sessions": [session_doc(r, verbose=verbose) for r in rows]},
+        now, prices = datetime.now(UTC), _prices()
+        emit({"count": len(rows), "sessions": [
+            session_doc(r, verbose=verbose, now=now, prices=prices) for r in rows]},
              fields=fields, items_key="sessions")
         return 0
     if not rows:

@@ -75,13 +75,23 @@ def approval_doc(approval: Any, inv: Any, policy: ApprovalPolicy, *,
     return doc
 
 
-def session_doc(inv: Any, *, verbose: bool = False) -> dict[str, Any]:
-    """One row of `ghost session list --json`."""
+def session_doc(inv: Any, *, verbose: bool = False, now: datetime | None = None,
+                prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One row of `ghost session list --json`: ``interrupted`` is a terminal run nobody holds
+    any more (its process died); ``cost_usd`` is null when no call reported usage or a model
+    has no price (GHOST_PRICES)."""
+    from bot.terminal.tables import shown_status
+    from core.engine.usage import priced, recorded
+
+    calls = recorded(inv.engine_state)
+    dollars = priced(calls, prices or {})[1] if calls else None
     doc: dict[str, Any] = {
         "session_id": inv.session_id, "state": inv.status, "symptom": inv.symptom,
         "platform": inv.platform, "requested_by": inv.requested_by,
         "created_at": when(inv.created_at), "updated_at": when(inv.updated_at),
         "lab": inv.lab,
+        "interrupted": shown_status(inv, now or datetime.now(UTC)) == "interrupted",
+        "cost_usd": None if dollars is None else round(float(dollars), 6),
     }
     if verbose:
         doc |= {"turn": int(inv.state.get("turn_count") or 0), "audit_records": inv.audit_count,

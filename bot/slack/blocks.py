@@ -100,9 +100,7 @@ def notice_message(text: str) -> tuple[Blocks, str]:
 
 
 def command_message(line: CommandLine) -> tuple[Blocks, str]:
-    icon = {"SAFE": "✅", "RISKY": "⚠️", "FORBIDDEN": "⛔"}.get(line.classification, "•")
-    if line.failed:  # a ✅ next to "not run" reads as success at 3 a.m.
-        icon = "❗"
+    icon = line.icon()
     audit = f" · audit `{escape(line.audit_id)}`" if line.audit_id else ""
     note = f" · {escape(line.note)}" if line.note else ""
     cmd = escape(clip(line.command, 300)).replace("`", "'")
@@ -115,7 +113,7 @@ def approval_card(card: ApprovalCard, outcome: DecisionOutcome | None = None
     title = "✏️ Edited command needs approval" if card.modified_by else \
         "⚠️ Approval needed"
     if outcome is not None:  # decided: the title says what happened, not what is needed
-        title = f"{OUTCOME_ICON.get(outcome.result, '•')} {_decided(outcome)}"
+        title = f"{outcome.icon()} {_decided(outcome)}"
     tier = f"tier {card.tier}" if card.tier is not None else "tier ?"
     facts = [
         f"*{card.classification}* ({tier}, rule `{escape(card.rule or '-')}`) · "
@@ -141,15 +139,10 @@ def approval_card(card: ApprovalCard, outcome: DecisionOutcome | None = None
                            button("Modify…", MODIFY, card.approval_id)]})
     else:
         who = _who(outcome)
-        icon = OUTCOME_ICON.get(outcome.result, "•")
         line = escape(outcome.summary(WHO if who else "")).replace(WHO, who)
-        blocks.append(section(f"{icon} {line}"))
+        blocks.append(section(f"{outcome.icon()} {line}"))
         return blocks, f"{title} · {clip(card.command, 120)}"
     return blocks, f"Approval needed: {clip(card.command, 120)}"
-
-
-OUTCOME_ICON = {"approved": "✅", "denied": "🚫", "modified": "✏️", "expired": "⌛",
-                "blocked": "⛔"}
 
 
 def _who(outcome: DecisionOutcome) -> str:

@@ -4,12 +4,14 @@ Every listener acknowledges before doing anything slow (Slack wants an answer wi
 opens a modal right after the ack (a ``trigger_id`` is valid for 3 s, once). Failures are left to
 the app's one error handler (``bot/slack/app.py``).
 
-``/ghost investigate`` is the exception that proves the rule: its record (one INSERT) is written
-before the ack, so a crash right after the ack never loses it; the root message and the start
-are the worker's (``ChatRuntime.open_thread``). An ``@ghost`` in a thread is stored in the
-investigation's ``inbox`` before bolt acks the event; the listener (or, after a crash, the
-``reconcile`` job) acts on it once. Requests in flight are counted
-(``ChatRuntime.in_flight``) so that a shutdown answers them before the process exits.
+What must survive a crash is written before the ack: a ``/ghost investigate``'s record (one
+INSERT; the root message and the start are the worker's, ``ChatRuntime.open_thread``); a
+decision click's (Approve, Deny, Modify: one entry in the investigation's ``inbox``, decided
+after the ack and then removed, or decided by the ``reconcile`` job if the process died); and
+an ``@ghost`` in a thread (an ``inbox`` entry, in the same transaction as the event's dedup
+key), which the listener or, after a crash, the ``reconcile`` job acts on once. Requests in
+flight are counted (``ChatRuntime.in_flight``) so that a shutdown answers them before the
+process exits.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
-from bot.chat.content import HELP, list_lines, status_line, status_view
+from bot.chat.content import HELP, list_lines, outcome_of, status_line, status_view
 from bot.chat.decisions import Decider, DecisionRequest
 from bot.chat.prompts import CONTINUED, MENTIONED, split_value
 from bot.chat.runtime import ChatRuntime, NotWaiting
@@ -154,8 +156,60 @@ class Handlers:
 
     # ------------------------------------------------------------------ approvals
     def approve(self, ack: Ack, body: dict[str, Any]) -> None:
+        request = DecisionRequest(_value(body), _user(body), "approve")
+        recorded = self._record_click(request, body)  # durable before the ack
         ack()
-        self._decide(body, DecisionRequest(_value(body), _user(body), "approve"))
+        self._decide_recorded(recorded, request, body)
+
+    def _record_click(self, request: DecisionRequest,
+                      body: dict[str, Any]) -> tuple[str, str] | None:
+        """Put a decision click into its investigation's inbox (one row update) before the
+        ack: a process that dies after the ack leaves it for the ``reconcile`` job, which
+        decides it (``answer_mention``). None for an unknown approval (told after the ack)."""
+        approval = self.store.get_approval(request.approval_id)
+        if approval is None:
+            return None
+        stamp = ((body.get("actions") or [{}])[0].get("action_ts") or body.get("trigger_id")
+                 or iso_utc(utc_now()))
+        key = f"click:{request.approval_id}:{request.actor}:{request.kind}:{stamp}"
+        item = {"kind": "decision", "approval_id": request.approval_id,
+                "user": request.actor, "decision": request.kind, "reason": request.reason,
+                "new_command": request.new_command,
+                "channel": (body.get("channel") or {}).get("id"), "at": iso_utc(utc_now())}
+        sid = str(approval.session_id)
+        self.store.change_conversation_ref(sid, lambda ref: ref.setdefault(
+            "inbox", {}).setdefault(key, item))
+        return sid, key
+
+    def _decide_recorded(self, recorded: tuple[str, str] | None, request: DecisionRequest,
+                         body: dict[str, Any]) -> None:
+        """Decide a recorded click, then take it out of the inbox: a process that dies in
+        between leaves it to the ``reconcile`` job, whose second decision finds the first
+        (first decision wins) and only closes the card."""
+        self._decide(body, request)
+        if recorded is not None:
+            self._take(*recorded)
+
+    def _take(self, session_id: str, key: str) -> bool:
+        """Remove an inbox entry (compare-and-set); False if someone else took it."""
+        return bool(self.store.change_conversation_ref(
+            session_id, lambda ref: (ref.get("inbox") or {}).pop(key, None) is not None))
+
+    def _decide_left_over(self, session_id: str, key: str, item: dict[str, Any]) -> None:
+        """The ``reconcile`` job's half: a click whose process died after the ack."""
+        if not self._take(session_id, key):
+            return
+        request = DecisionRequest(str(item["approval_id"]), str(item["user"]),
+                                  str(item["decision"]), reason=item.get("reason"),
+                                  new_command=item.get("new_command"))
+        result = self.decider.decide(request)
+        if result.ok:
+            self._decided(request, result)
+            return
+        approval = self.store.get_approval(request.approval_id)
+        if approval is not None and approval.status != "pending":  # decided before it died
+            self.runtime.close_card(request.approval_id, outcome_of(approval))
+            self.runtime.kick()
 
     def open_deny(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         ack()
@@ -176,28 +230,34 @@ class Handlers:
                           view=build(approval_id, approval.command))
 
     def submit_deny(self, ack: Ack, body: dict[str, Any]) -> None:
+        request = DecisionRequest(_metadata(body), _user(body), "deny",
+                                  reason=_field(body, "reason"))
+        recorded = self._record_click(request, body)
         ack()
-        reason = _field(body, "reason")
-        self._decide(body, DecisionRequest(_metadata(body), _user(body), "deny", reason=reason))
+        self._decide_recorded(recorded, request, body)
 
     def submit_modify(self, ack: Ack, body: dict[str, Any]) -> None:
         command = (_field(body, "command") or "").strip()
         if not command:
             ack(response_action="errors", errors={"command": "Enter the command to run."})
             return
+        request = DecisionRequest(_metadata(body), _user(body), "modify", new_command=command)
+        recorded = self._record_click(request, body)
         ack()
-        self._decide(body, DecisionRequest(_metadata(body), _user(body), "modify",
-                                           new_command=command))
+        self._decide_recorded(recorded, request, body)
 
     def _decide(self, body: dict[str, Any], request: DecisionRequest) -> None:
         result = self.decider.decide(request)
         if result.ok:
-            self.runtime.close_card(request.approval_id, result.outcome)
-            if result.session_id:  # an orphan deletion waiting on this goes on now
-                self.runtime.orphans.continue_waiting(result.session_id)
-            self.runtime.kick()
+            self._decided(request, result)
         else:
             self._tell(request.approval_id, request.actor, result.message, body)
+
+    def _decided(self, request: DecisionRequest, result: Any) -> None:
+        self.runtime.close_card(request.approval_id, result.outcome)
+        if result.session_id:  # an orphan deletion waiting on this goes on now
+            self.runtime.orphans.continue_waiting(result.session_id)
+        self.runtime.kick()
 
     # ------------------------------------------------------------------ orphans
     def orphan_button(self, ack: Ack, body: dict[str, Any]) -> None:
@@ -291,21 +351,31 @@ class Handlers:
         self.port.tell(str(inv.channel_ref), user, text, inv.thread_ref)
 
     # ------------------------------------------------------------------ @ghost
-    def record_mention(self, body: dict[str, Any], next: Callable[[], None]) -> None:  # noqa: A002
-        """Middleware: an ``@ghost`` in an investigation's thread goes into its inbox (one
-        compare-and-set on the row) before bolt acks the event."""
+    def mention_entry(self, body: dict[str, Any]) -> tuple[str, str, dict[str, Any]] | None:
+        """The inbox entry of an ``@ghost`` in an investigation's thread (None for anything
+        else): recorded with the event's dedup key, in one transaction, before the ack
+        (``bot/slack/app.py``)."""
         event = body.get("event") or {}
         thread = event.get("thread_ts")
-        if body.get("type") == "event_callback" and event.get("type") == "app_mention" and \
-                thread:
-            inv = self.store.find_by_thread(PLATFORM, str(event.get("channel")), str(thread))
-            if inv is not None:
-                item = {"user": str(event.get("user")), "thread": str(thread),
-                        "text": MENTION.sub("", str(event.get("text") or "")).strip(),
-                        "at": iso_utc(utc_now())}
-                key = _mention_key(body)
-                self.store.change_conversation_ref(inv.session_id, lambda ref: ref.setdefault(
-                    "inbox", {}).setdefault(key, item))
+        if body.get("type") != "event_callback" or event.get("type") != "app_mention" or \
+                not thread:
+            return None
+        inv = self.store.find_by_thread(PLATFORM, str(event.get("channel")), str(thread))
+        if inv is None:
+            return None
+        item = {"user": str(event.get("user")), "thread": str(thread),
+                "text": MENTION.sub("", str(event.get("text") or "")).strip(),
+                "at": iso_utc(utc_now())}
+        return str(inv.session_id), _mention_key(body), item
+
+    def record_mention(self, body: dict[str, Any], next: Callable[[], None]) -> None:  # noqa: A002
+        """Middleware: an ``@ghost`` without an event id (which the dedup step records with
+        its key) goes into the investigation's inbox here, before bolt acks the event."""
+        entry = None if body.get("event_id") else self.mention_entry(body)
+        if entry is not None:
+            sid, key, item = entry
+            self.store.change_conversation_ref(sid, lambda ref: ref.setdefault(
+                "inbox", {}).setdefault(key, item))
         next()
 
     def mention(self, body: dict[str, Any], event: dict[str, Any], say: Any) -> None:
@@ -318,12 +388,16 @@ class Handlers:
         self.answer_mention(inv.session_id, _mention_key(body))
 
     def answer_mention(self, session_id: str, key: str) -> bool:
-        """Act once on a mention stored in the inbox: steer (or refuse), instruct or queue.
-        The entry is taken (compare-and-set) just before acting; False if already taken."""
+        """Act once on a mention stored in the inbox: steer (or refuse), instruct or queue;
+        or on a recorded decision click: decide it. The entry is taken (compare-and-set) just
+        before acting; False if already taken."""
         inv = self.store.get_investigation(session_id)
         item = ((inv.conversation_ref or {}).get("inbox") or {}).get(key)
         if item is None:
             return False
+        if item.get("kind") == "decision":  # a click acked by a process that died
+            self._decide_left_over(session_id, key, dict(item))
+            return True
         user, thread = str(item["user"]), str(item["thread"])
         text = str(item.get("text") or "") or "Continue."
         refused = self._refuse_steer(session_id, user)

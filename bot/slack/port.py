@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackRequestError
 
 from bot.chat.content import (
     ApprovalCard,
@@ -18,6 +18,7 @@ from bot.chat.content import (
     StatusView,
 )
 from bot.chat.orphans import OrphanReport
+from bot.chat.outbox import NothingSent, transient
 from bot.chat.ports import Thread
 from bot.slack import blocks
 from bot.slack.client import Pacer
@@ -33,16 +34,18 @@ class SlackPort:
         self.pacer = pacer or Pacer()
 
     def _post(self, channel: str, thread: str | None, content: tuple[Any, str]) -> str:
-        self.pacer.wait(channel)
+        self.pacer.wait(channel, kind="root" if thread is None else "post")
         blocks_, text = content
         response = self.client.chat_postMessage(channel=channel, thread_ts=thread,
                                                 blocks=blocks_, text=text)
         return str(response["ts"])
 
     def _update(self, channel: str, ts: str, content: tuple[Any, str]) -> None:
-        self.pacer.wait(channel)
+        """Edits have their own budget (chat.update's limit is not chat.postMessage's) and
+        are coalesced per message: the newest edit wins."""
         blocks_, text = content
-        self.client.chat_update(channel=channel, ts=ts, blocks=blocks_, text=text)
+        self.pacer.update(channel, ts, lambda: self.client.chat_update(
+            channel=channel, ts=ts, blocks=blocks_, text=text))
 
     def post_root(self, channel: str, view: StatusView) -> str:
         return self._post(channel, None, blocks.status_message(view))
@@ -78,15 +81,58 @@ class SlackPort:
         self._update(str(ref["channel"]), str(ref["ts"]),
                      blocks.prompt_message(prompt, by, choice, closed=True))
 
-    def post_rca(self, thread: Thread, filename: str, markdown: str,
-                 summary: RcaSummary) -> str | None:
+    def post_rca(self, thread: Thread, filename: str, markdown: str, summary: RcaSummary,
+                 *, noted: Callable[[str], None] | None = None) -> str | None:
+        """``files_upload_v2``'s three calls, told apart: a failure of the first two
+        (the upload URL, the bytes) left nothing in the thread (``NothingSent``), and so does
+        a definite refusal of the third; only a 5xx, timeout or crash at
+        ``files.completeUploadExternal`` leaves it unknown (``rca_arrived`` finds out)."""
         channel = str(thread.channel_ref)
+        data = markdown.encode()
         self.pacer.wait(channel)
-        response = self.client.files_upload_v2(channel=channel, thread_ts=thread.thread_ref,
-                                    filename=filename, title=filename,
-                                    content=markdown, initial_comment=blocks.rca_comment(summary))
-        file = response.get("file") or {}
-        return str(file["id"]) if isinstance(file, dict) and file.get("id") else None
+        try:
+            got = self.client.files_getUploadURLExternal(filename=filename, length=len(data))
+            file_id, url = str(got["file_id"]), str(got["upload_url"])
+            if noted is not None:
+                noted(file_id)
+            sent = self.client._upload_file(  # noqa: SLF001 - files_upload_v2's own step 2
+                url=url, data=data, logger=self.client._logger,  # noqa: SLF001
+                timeout=self.client.timeout, proxy=self.client.proxy, ssl=self.client.ssl)
+            if sent.status != 200:
+                raise SlackRequestError(f"the file upload answered HTTP {sent.status}")
+        except Exception as exc:
+            raise NothingSent(f"The RCA file {filename} was not uploaded "
+                              f"({type(exc).__name__}: {exc}).") from exc
+        try:
+            self.client.files_completeUploadExternal(
+                files=[{"id": file_id, "title": filename}], channel_id=channel,
+                thread_ts=thread.thread_ref, initial_comment=blocks.rca_comment(summary))
+        except SlackApiError as exc:
+            if not transient(exc):  # Slack answered, and said no: nothing was shared
+                raise NothingSent(f"Slack refused to share the RCA file {filename}: "
+                                  f"{exc.response.get('error')}.") from exc
+            raise
+        return file_id
+
+    def rca_arrived(self, thread: Thread, file_id: str) -> bool | None:
+        """Whether the file is shared in the thread's channel (``files.info``); None when
+        Slack cannot say now."""
+        try:
+            info = self.client.files_info(file=file_id)
+        except SlackApiError as exc:
+            if exc.response.get("error") == "file_not_found":
+                return False
+            log.warning("files.info %s: %s", file_id, exc.response.get("error"))
+            return None
+        except Exception as exc:  # noqa: BLE001 - asked again on the next reconcile
+            log.warning("files.info %s: %s: %s", file_id, type(exc).__name__, exc)
+            return None
+        file = info.get("file") or {}
+        channel = str(thread.channel_ref)
+        shares = file.get("shares") or {}
+        if any(channel in (shares.get(scope) or {}) for scope in ("public", "private")):
+            return True
+        return channel in [*(file.get("channels") or []), *(file.get("groups") or [])]
 
     def post_orphan_report(self, thread: Thread, report: OrphanReport) -> dict[str, Any]:
         channel = str(thread.channel_ref)

@@ -57,6 +57,7 @@ from bot.teams.port import (
     thread_reference,
 )
 from core.errors import GhostError, UnknownInvestigation
+from storage.db import transient_cause
 
 log = logging.getLogger(__name__)
 PLATFORM = "teams"
@@ -224,10 +225,17 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
                                             "an older version of the app; nothing was done.")
         except GhostError as exc:  # the clicker sees why, not Teams' generic error
             content = cards.notice_card(teams_words(str(exc)))
-        except Exception:  # noqa: BLE001 - log it, and still answer the click
-            log.exception("a Teams card click (%s) failed", verb)
-            content = cards.notice_card("Ghost hit an unexpected error handling that click. "
-                                        "Try again, and check the bot's log if it repeats.")
+        except Exception as exc:  # noqa: BLE001 - log it, and still answer the click
+            if transient_cause(exc) is not None:  # nothing was decided: the click is safe to redo
+                log.warning("a Teams card click (%s) met a dropped database connection", verb)
+                content = cards.notice_card(
+                    "Ghost's database did not answer just now, so nothing was decided. Click "
+                    "again in a minute; if it keeps failing, check the database.")
+            else:
+                log.exception("a Teams card click (%s) failed", verb)
+                content = cards.notice_card("Ghost hit an unexpected error handling that "
+                                            "click. Try again, and check the bot's log if it "
+                                            "repeats.")
         return card_response(content)
 
     def _remember(self, session_id: str | None, user: str, name: str) -> None:

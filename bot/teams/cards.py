@@ -109,9 +109,7 @@ def status_card(view: StatusView, names: Names = raw_name) -> Card:
 
 def command_text(line: CommandLine) -> str:
     """One compact markdown line for a command that ran or was refused."""
-    icon = {"SAFE": "✅", "RISKY": "⚠️", "FORBIDDEN": "⛔"}.get(line.classification, "•")
-    if line.failed:  # a ✅ next to "not run" reads as success
-        icon = "❗"
+    icon = line.icon()
     cmd = clip(line.command, 300).replace("`", "'")
     note = f" · {plain(line.note)}" if line.note else ""
     audit = f" · audit `{line.audit_id}`" if line.audit_id else ""
@@ -124,6 +122,10 @@ def approval_card(card_: ApprovalCard, outcome: DecisionOutcome | None = None, *
 
     ``notice`` is shown on top, to the one person who clicked (why they cannot decide)."""
     title = "✏️ Edited command needs approval" if card_.modified_by else "⚠️ Approval needed"
+    who = ""
+    if outcome is not None:  # decided: the title says what happened, not what is needed
+        who = names(outcome.actor) if outcome.actor and outcome.actor != "ghost" else ""
+        title = f"{outcome.icon()} {plain(clip(outcome.headline(who), 200))}"
     tier = f"tier {card_.tier}" if card_.tier is not None else "tier ?"
     body: list[Card] = []
     if notice:
@@ -142,11 +144,9 @@ def approval_card(card_: ApprovalCard, outcome: DecisionOutcome | None = None, *
         body.append(text_block(f"**Ghost's reasoning:** {plain(clip(card_.reasoning, 1500))}"))
     data = {"approval_id": card_.approval_id}
     if outcome is not None:
-        icon = {"approved": "✅", "denied": "🚫", "modified": "✏️", "expired": "⌛",
-                "blocked": "⛔"}.get(outcome.result, "•")
-        who = names(outcome.actor) if outcome.actor and outcome.actor != "ghost" else ""
-        body.append(text_block(f"{icon} {plain(outcome.summary(who))}", weight="Bolder"))
-        return card(body)
+        body.append(text_block(f"{outcome.icon()} {plain(outcome.summary(who))}",
+                               weight="Bolder"))
+        return {**card(body), "fallbackText": f"{title} · {clip(card_.command, 120)}"}
     expires = f" Expires {card_.expires_at:%H:%M} UTC." if card_.expires_at else ""
     body.append(text_block(plain(card_.needed) + expires, size="Small", isSubtle=True))
     actions = [
@@ -161,7 +161,8 @@ def approval_card(card_: ApprovalCard, outcome: DecisionOutcome | None = None, *
                                          "must approve the edit.", size="Small")],
                   [execute("Submit edit", MODIFY, data, inputs=True)]),
     ]
-    return card(body, actions)
+    return {**card(body, actions),
+            "fallbackText": f"{title.split(' ', 1)[1]}: {clip(card_.command, 120)}"}
 
 
 def prompt_card(prompt: Prompt, answered_by: str | None = None, choice: str | None = None,

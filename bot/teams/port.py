@@ -42,6 +42,7 @@ from bot.chat.content import (
     approvals_needed,
     teams_words,
 )
+from bot.chat.outbox import NothingSent, transient
 from bot.chat.ports import Thread
 from bot.teams import cards
 from bot.teams.files import ChannelFiles, FilesRefused
@@ -259,7 +260,7 @@ class TeamsPort:
             response = await ctx.send_activity(activity)
             return str(response.id) if response and response.id else ""
 
-        return self._proactive(ref, send) or ""
+        return self._proactive(ref, send, hand_back=transient) or ""
 
     def _update(self, inv: Any, activity: Activity) -> None:
         ref = self._ref(inv)
@@ -271,11 +272,14 @@ class TeamsPort:
                               partial(self._proactive, ref, update))
 
     def _proactive(self, ref: ConversationReference,
-                   action: Callable[[TurnContext], Awaitable[T]]) -> T | None:
+                   action: Callable[[TurnContext], Awaitable[T]],
+                   hand_back: Callable[[BaseException], bool] = throttled) -> T | None:
         """Run ``action`` in a proactive turn, handing a 429 back to this thread to retry.
 
         botbuilder's pipeline gives a turn's exceptions to ``on_turn_error`` (which logs them),
         so the connector's 429 would never reach :class:`Delivery`; it is caught here instead.
+        A new post also hands back a 5xx (``hand_back=transient``): the outbox
+        (``bot.chat.outbox``) posts it again later instead of losing it in the log.
         """
         result: list[T] = []
         throttle: list[ErrorResponseException] = []
@@ -284,7 +288,7 @@ class TeamsPort:
             try:
                 result.append(await action(ctx))
             except ErrorResponseException as exc:
-                if not throttled(exc):
+                if not (throttled(exc) or hand_back(exc)):
                     raise
                 throttle.append(exc)
 
@@ -377,8 +381,8 @@ class TeamsPort:
             prompt, by, choice, names=names_for(inv.conversation_ref), closed=True),
             str(ref["activity_id"])))
 
-    def post_rca(self, thread: Thread, filename: str, markdown: str,
-                 summary: RcaSummary) -> str | None:
+    def post_rca(self, thread: Thread, filename: str, markdown: str, summary: RcaSummary,
+                 *, noted: Callable[[str], None] | None = None) -> str | None:
         """The RCA as a file in the channel (Graph), else a summary card and the report.
 
         People are named by display name. Without the Graph permission (or outside a team) the
@@ -395,6 +399,9 @@ class TeamsPort:
             except FilesRefused as exc:
                 log.warning("RCA of %s posted as messages, not as a file: %s", inv.session_id,
                             exc)
+            except Exception as exc:  # Graph failed: nothing is in the thread yet, retried
+                raise NothingSent(f"The RCA file {filename} was not uploaded to the channel's "
+                                  f"files ({type(exc).__name__}: {exc}).") from exc
             else:
                 self._send(inv, [card_activity(cards.rca_card(summary, 0, filename)),
                                  Activity(type=ActivityTypes.message,

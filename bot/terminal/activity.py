@@ -4,7 +4,8 @@ A command that takes 20 s, or a model that thinks for 15 s, must not look like a
 On a TTY a one-line status (what, and for how long) is shown and removed when the wait ends; on
 a pipe nothing extra is written, so a transcript holds the same lines as the screen, minus the
 animation. The ``[Shell]`` line is printed when a command starts, so even after a Ctrl-C the
-screen says what was running.
+screen says what was running; on a terminal it is replaced by the outcome line when the command
+ends.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rich.status import Status
 from rich.text import Text
 
 from bot.terminal.prompt import is_tty
-from bot.terminal.style import console_for, no_color
+from bot.terminal.style import console_for, no_color, wrapped
 
 
 class Activity:
@@ -85,26 +86,79 @@ def watch_commands(shell: Any, activity: Activity) -> None:
 
     def announced(argv: Sequence[str], timeout_s: float, max_output_bytes: int) -> Any:
         command = shlex.join(argv)
-        activity.out.write(f"[Shell] running: {command}\n")
+        lines = wrapped(f"[Shell] running: {command}", activity.out)
+        activity.out.write("\n".join(lines) + "\n")
         activity.out.flush()
         with activity.waiting(f"running {command}"):
-            return runner(argv, timeout_s, max_output_bytes)
+            result = runner(argv, timeout_s, max_output_bytes)
+        if activity.live:  # the line gives way to its outcome, printed next (after a Ctrl-C,
+            # or on a pipe, it stays: the transcript says what was started)
+            activity.out.write(f"\x1b[{len(lines)}F\x1b[J")
+            activity.out.flush()
+        return result
 
     announced.ghost_watched = True  # type: ignore[attr-defined]
     shell.runner = announced
 
 
 class ThinkingBrain:
-    """The model, with a status line while it is asked (``generate``); all else passes through."""
+    """The model, with a status line while it is asked (``generate``); all else passes through.
 
-    def __init__(self, brain: Any, activity: Activity) -> None:
+    A failed attempt that the engine will retry is not silent: the wait before the next one
+    (:meth:`pausing`) prints which endpoint failed, why, and which attempt comes next, so an
+    unreachable or overloaded Gemini shows as such rather than as a frozen console.
+    """
+
+    def __init__(self, brain: Any, activity: Activity, *, attempts: int = 4) -> None:
         self._brain = brain
         self._activity = activity
+        self.attempts = attempts  # the engine's retries + 1 (bot.bootstrap sets it)
+        self._attempt = 1
+        self._failure: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._brain, name)
 
+    def where(self) -> str:
+        """``MODEL at HOST`` (the model alone for a brain without an endpoint: a replay)."""
+        model = str(getattr(self._brain, "model", "the model"))
+        host = getattr(self._brain, "host", None)
+        return f"{model} at {host()}" if callable(host) else model
+
     def generate(self, *args: Any, **kwargs: Any) -> Any:
-        model = getattr(self._brain, "model", "the model")
-        with self._activity.waiting(f"Ghost is thinking ({model})"):
-            return self._brain.generate(*args, **kwargs)
+        from core.engine.brain import BrainError
+
+        label = f"Ghost is thinking ({self.where()})"
+        if self._attempt > 1:
+            label += f", attempt {self._attempt} of {self.attempts}"
+        try:
+            with self._activity.waiting(label):
+                reply = self._brain.generate(*args, **kwargs)
+        except BrainError as exc:
+            if exc.transient and self._attempt < self.attempts:
+                self._failure = str(exc)  # told, with the wait, in pausing()
+                self._attempt += 1
+            else:
+                self._attempt, self._failure = 1, None
+            raise
+        self._attempt, self._failure = 1, None
+        return reply
+
+    def pausing(self, sleep: Callable[[float], None]) -> Callable[[float], None]:
+        """``sleep`` for the engine's retry waits: says what failed and when it tries again."""
+
+        def pause(seconds: float) -> None:
+            if self._failure is None:
+                sleep(seconds)
+                return
+            out = self._activity.out
+            out.write("\n".join(wrapped(
+                f"[Gemini] attempt {self._attempt - 1} of {self.attempts} failed: "
+                f"{self._failure} — trying again in {seconds:g}s", out)) + "\n")
+            out.flush()
+            self._failure = None
+            with self._activity.waiting(f"waiting {seconds:g}s before asking {self.where()} "
+                                        f"again (attempt {self._attempt} of {self.attempts})"):
+                sleep(seconds)
+
+        return pause

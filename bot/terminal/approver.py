@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
@@ -26,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bot.terminal.prompt import Prompter, is_tty
-from bot.terminal.style import box_width, console_for
+from bot.terminal.style import MAX_WIDTH, console_for
 from core.safety.approval import ApprovalRequest, Decision
 
 #: the width of a box rendered to a string without a terminal (the spec's console design)
@@ -86,11 +87,22 @@ def render_alert(request: ApprovalRequest, width: int = PLAIN_WIDTH) -> str:
     return buffer.getvalue().rstrip("\n")
 
 
+def alert_width(request: ApprovalRequest, columns: int) -> int:
+    """The box's width in a terminal of ``columns``: the usual cap (``MAX_WIDTH``), widened
+    up to the terminal when a single word of the command (a long URL or resource id) would
+    otherwise have to be split."""
+    usual = max(20, min(columns, MAX_WIDTH))
+    longest = max((cell_len(word) for word in request.command.split()), default=0)
+    # borders and padding (4); side labels: "MODIFIED BY:" and its gap (14); else an indent (2)
+    needed = longest + 4 + (14 if columns >= SIDE_LABELS_FROM else 2)
+    return max(usual, min(columns, needed))
+
+
 def print_alert(request: ApprovalRequest, out: TextIO) -> None:
     """The alert box on ``out``: as wide as the terminal allows, styled only on a TTY."""
     console = console_for(out)
     console.print()
-    console.print(alert_renderable(request, box_width(console)))
+    console.print(alert_renderable(request, alert_width(request, console.width)))
     out.flush()
 
 

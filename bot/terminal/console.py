@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from bot.terminal.preview import output_preview
+from bot.terminal.style import cut, fancy, wrapped
 
 RULE = "═" * 54
 
@@ -18,18 +19,29 @@ class TerminalNotifier:
         self.out = out or sys.stdout
 
     def _print(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        """A line, wrapped at spaces to the terminal's width (whole on a pipe)."""
+        self.out.write("\n".join(wrapped(text, self.out)) + "\n")
         self.out.flush()
 
     def model_text(self, session_id: str, text: str) -> None:
-        self._print(f"\n[Ghost Agent] {text.strip()}")
+        if not fancy(self.out):  # a pipe, a file or NO_COLOR: the model's words as written
+            self._print(f"\n[Ghost Agent] {text.strip()}")
+            return
+        from bot.terminal.markdown import print_markdown
+
+        self._print("\n[Ghost Agent]")
+        print_markdown(text, self.out)
 
     def tool_result(self, session_id: str, name: str, args: Mapping[str, Any],
                     result: Mapping[str, Any]) -> None:
         if name == "run_shell_cmd":
             self._print(shell_line(args, result))
             for row in output_preview(result):
-                self._print(row)
+                if row.startswith("    │"):  # a glimpse of the output: one screen line each
+                    self.out.write(cut(row, self.out) + "\n")
+                else:  # "… N more lines: ghost audit show ID": the command whole
+                    self._print(row)
+            self.out.flush()
         elif result.get("error") == "unknown_tool":
             self._print(f"[Ghost Agent] asked for a tool that does not exist ({name}); "
                         "told it which tools there are.")
@@ -113,7 +125,8 @@ def closing_banner(out: TextIO, *, path: str | None, confidence: str, turns: int
         head = "RCA REPORT NOT WRITTEN" + (f" ({error})" if error else "") + \
             " — the report is printed above"
     took = format_duration(duration_s) if duration_s is not None else "unknown"
-    out.write(f"\n{RULE}\n  {head}\n"
-              f"  Confidence: {confidence}  |  Turns: {turns}  |  Duration: {took}\n"
-              + (f"  Usage: {usage}\n" if usage else "") + f"{RULE}\n")
+    text = (f"\n{RULE}\n  {head}\n"
+            f"  Confidence: {confidence}  |  Turns: {turns}  |  Duration: {took}\n"
+            + (f"  Usage: {usage}\n" if usage else "") + RULE)
+    out.write("\n".join(wrapped(text, out)) + "\n")
     out.flush()

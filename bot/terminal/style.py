@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 
 from bot.terminal.prompt import is_tty
@@ -22,14 +23,63 @@ def no_color() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
+def fancy(out: TextIO) -> bool:
+    """Styled output (colour, Markdown, live lines): a terminal, and no NO_COLOR."""
+    return is_tty(out) and not no_color()
+
+
 def console_for(out: TextIO, *, width: int | None = None) -> Console:
     """A rich console writing to ``out``: styled only on a terminal without NO_COLOR."""
-    plain = not is_tty(out) or no_color()  # NO_COLOR: no control codes at all, like a pipe
+    plain = not fancy(out)  # NO_COLOR: no control codes at all, like a pipe
     return Console(file=out, width=width, force_terminal=not plain, no_color=plain,
                    color_system=None if plain else "auto", highlight=False, emoji=False,
                    markup=False, soft_wrap=False, legacy_windows=False)
 
 
-def box_width(console: Console) -> int:
-    """The box's outer width: the terminal's, capped at ``MAX_WIDTH``."""
-    return max(20, min(console.width, MAX_WIDTH))
+def terminal_width(out: TextIO) -> int | None:
+    """The terminal's columns, None when ``out`` is not a terminal (a pipe is never wrapped:
+    a transcript keeps each line whole)."""
+    if not is_tty(out):
+        return None
+    return max(20, console_for(out).width)
+
+
+def wrapped(text: str, out: TextIO, *, indent: str = "    ") -> list[str]:
+    """``text`` as the screen lines of a terminal, broken at spaces only (never inside a name
+    such as ``rg-prod-spoke-001`` or an audit id, unless one alone is wider than the screen),
+    continuation lines indented; on a pipe, the one line unchanged."""
+    import textwrap
+
+    width = terminal_width(out)
+    if width is None:
+        return [text]
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if cell_len(line) <= width:
+            lines.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip(" "))]
+        cont = lead + indent if cell_len(lead + indent) < width // 2 else ""
+        # a word too long for a line starts one of its own, and is cut only if it is wider
+        # than the whole screen (a long path or URL)
+        for part in textwrap.wrap(line, width, subsequent_indent=cont,
+                                  break_on_hyphens=False, break_long_words=False) or [line]:
+            while cell_len(part) > width:
+                lines.append(set_cell_size(part, width))
+                part = cont + part[len(set_cell_size(part, width)):]
+            lines.append(part)
+    return lines
+
+
+def cut(text: str, out: TextIO) -> str:
+    """``text`` cut to one screen line with "…" on a terminal; unchanged on a pipe."""
+    width = terminal_width(out)
+    if width is None or cell_len(text) <= width:
+        return text
+    return set_cell_size(text, width - 1) + "…"
+
+
+def say(out: TextIO, text: str, *, indent: str = "  ") -> None:
+    """Write ``text`` (one or more lines) wrapped at spaces to the terminal, and flush."""
+    out.write("\n".join(wrapped(text, out, indent=indent)) + "\n")
+    out.flush()

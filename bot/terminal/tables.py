@@ -4,7 +4,7 @@ and the state a person would call it (a terminal run whose process died is "inte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TextIO
 
@@ -22,8 +22,9 @@ PIPE_WIDTH = 200
 
 
 def shown_status(inv: Any, now: datetime) -> str:
-    """The status, or "interrupted" for a terminal run nobody holds any more."""
-    if inv.platform != "terminal" or inv.status not in LIVE_STATUSES or inv.status == "queued":
+    """The status, or "interrupted" for a terminal run nobody holds any more (no worker runs
+    a terminal investigation, so one left "queued" by a killed process is interrupted too)."""
+    if inv.platform != "terminal" or inv.status not in LIVE_STATUSES:
         return str(inv.status)
     expires = inv.lease_expires_at
     held = bool(inv.lease_owner) and expires is not None and expires > now
@@ -37,20 +38,36 @@ def _symptom(inv: Any) -> str:
     return ("[lab] " if inv.lab else "") + text
 
 
-def sessions_table(rows: Sequence[Any], now: datetime) -> Table:
+def cost(inv: Any, prices: Mapping[str, Any]) -> str:
+    """The model cost so far: ``$0.0312``; ``n/a`` when a model has no price in GHOST_PRICES;
+    ``-`` when no model call reported usage (core/engine/usage.py)."""
+    from core.engine.usage import priced, recorded
+
+    calls = recorded(inv.engine_state)
+    if not calls:
+        return "-"
+    _usage, dollars = priced(calls, prices)
+    return "n/a" if dollars is None else f"${dollars:.4f}"
+
+
+def sessions_table(rows: Sequence[Any], now: datetime,
+                   prices: Mapping[str, Any] | None = None) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for name, kwargs in (("ID", {"no_wrap": True}), ("STATUS", {"no_wrap": True}),
                          ("STARTED (UTC)", {"no_wrap": True}), ("REQUESTER", {}),
-                         ("SYMPTOM", {}), ("TURNS", {"justify": "right"})):
+                         ("SYMPTOM", {}), ("TURNS", {"justify": "right"}),
+                         ("COST", {"justify": "right", "no_wrap": True})):
         table.add_column(name, **kwargs)
     for inv in rows:
         started = inv.created_at.strftime("%Y-%m-%d %H:%M")
         turns = (inv.state or {}).get("turn_count")
         table.add_row(inv.session_id, shown_status(inv, now), started,
-                      inv.requested_by or "-", _symptom(inv), "-" if turns is None else str(turns))
+                      inv.requested_by or "-", _symptom(inv), "-" if turns is None else str(turns),
+                      cost(inv, prices or {}))
     return table
 
 
-def print_sessions(rows: Sequence[Any], out: TextIO, now: datetime) -> None:
+def print_sessions(rows: Sequence[Any], out: TextIO, now: datetime,
+                   prices: Mapping[str, Any] | None = None) -> None:
     console = console_for(out, width=None if is_tty(out) else PIPE_WIDTH)
-    console.print(sessions_table(rows, now))
+    console.print(sessions_table(rows, now, prices))

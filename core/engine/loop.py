@@ -8,6 +8,12 @@ button click, a restart, or Ctrl-C — and the investigation continues where it 
 Phases (``engine_state["phase"]``): ``call_model`` → ``dispatch`` (one call at a time; may wait
 for an approval) → back to ``call_model``; ``awaiting_user`` after a text-only answer;
 ``turn_limit``; ``rca`` → ``done``.
+
+Every save is a compare-and-set on the investigation's version as this step read it: a process
+that stalled past its lease (a database outage, a slow Gemini call) while another took the
+investigation over gets :class:`StepSuperseded` and writes nothing, so two holders never
+interleave their turns (a model turn stored over another's unanswered calls). What a taken-over
+half-finished turn becomes is in ``core/engine/recovery.py``.
 """
 
 from __future__ import annotations
@@ -23,11 +29,10 @@ from core.engine.brain import Brain, BrainError, ModelReply
 from core.engine.history import rebuild, stored_response, user_text
 from core.engine.ports import EngineStore, Notifier, NullNotifier, Orchestrator, Shell
 from core.engine.prompt import build_system_prompt
+from core.engine.recovery import check_history, recover_in_flight
 from core.engine.tools import TOOL_DECLARATIONS
 from core.engine.usage import recorded, usage_line
-from core.errors import GhostError
-from core.safety.redact import redact
-from core.safety.responses import response_from_record
+from core.errors import ConcurrentUpdate, GhostError
 from core.session_state import iso_utc, utc_now
 
 MAX_LOOP_TURNS = 50
@@ -42,6 +47,19 @@ class BrainUnavailable(GhostError):
 
 class CorruptedState(GhostError):
     """The stored session document cannot be read; nothing is run on a guess."""
+
+
+class StepSuperseded(ConcurrentUpdate):
+    """Another process advanced the investigation while this one worked on a step (its lease
+    lapsed): nothing of this step was saved, and this process must let the investigation go."""
+
+
+@dataclass
+class _Held:
+    """The version of the investigation this process last read or wrote."""
+
+    session_id: str
+    version: int
 
 
 @dataclass(frozen=True)
@@ -102,7 +120,7 @@ class Engine:
         """Store the symptom as the first user turn and set the loop going."""
         inv = self.store.get_investigation(session_id)
         engine = inv.engine_state or new_engine_state(started_at=self.clock())
-        self._save(session_id, inv.state, engine, status="running",
+        self._save(_held(inv), inv.state, engine, status="running",
                    turns=[("user", user_text(symptom))])
 
     def instruct(self, session_id: str, text: str) -> None:
@@ -112,7 +130,7 @@ class Engine:
         if engine["phase"] not in ("awaiting_user", "call_model"):
             raise GhostError(f"Investigation {session_id} is not waiting for an instruction.")
         engine["phase"] = "call_model"
-        self._save(session_id, inv.state, engine, status="running",
+        self._save(_held(inv), inv.state, engine, status="running",
                    turns=[("user", user_text(text or "Continue."))])
 
     def finish(self, session_id: str) -> None:
@@ -120,14 +138,14 @@ class Engine:
         inv = self.store.get_investigation(session_id)
         engine = self._engine(inv)
         engine["phase"] = "rca"
-        self._save(session_id, inv.state, engine, status="running")
+        self._save(_held(inv), inv.state, engine, status="running")
 
     def extend(self, session_id: str, turns: int = EXTEND_BY) -> None:
         inv = self.store.get_investigation(session_id)
         engine = self._engine(inv)
         engine["max_turns"] = int(engine["max_turns"]) + turns
         engine["phase"] = "call_model"
-        self._save(session_id, inv.state, engine, status="running")
+        self._save(_held(inv), inv.state, engine, status="running")
 
     def mark_resumed(self, session_id: str, *, integrity_warning: str | None = None) -> None:
         """``--resume``: set ``is_resume`` and close commands a crash left running.
@@ -143,7 +161,7 @@ class Engine:
         if integrity_warning:
             engine["integrity_warning"] = integrity_warning
         self.shell_for(session_id).recover_interrupted()
-        self._save(session_id, state, engine)
+        self._save(_held(inv), state, engine)
 
     # ------------------------------------------------------------------ the loop
     def advance(self, session_id: str) -> Outcome:
@@ -158,14 +176,15 @@ class Engine:
             state = dict(inv.state)
             engine = self._engine(inv)
             phase = engine["phase"]
+            held = _held(inv)
             if phase == "call_model":
                 if int(state["turn_count"]) >= int(engine["max_turns"]):
                     engine["phase"] = "turn_limit"
-                    self._save(session_id, state, engine, status="awaiting_user")
+                    self._save(held, state, engine, status="awaiting_user")
                     return Outcome("turn_limit")
-                self._call_model(session_id, state, engine)
+                self._call_model(held, state, engine)
             elif phase == "dispatch":
-                stop = self._dispatch_next(session_id, state, engine)
+                stop = self._dispatch_next(held, state, engine)
                 if stop is not None:
                     return stop
             elif phase == "awaiting_user":
@@ -173,15 +192,18 @@ class Engine:
             elif phase == "turn_limit":
                 return Outcome("turn_limit")
             elif phase == "rca":
-                return self._generate_rca(session_id, state, engine)
+                return self._generate_rca(held, state, engine)
             else:  # done
                 return Outcome("completed", rca_markdown=None,
                                rca_path=state.get("rca_report_path"), already_done=True)
 
     # ------------------------------------------------------------------ steps
-    def _call_model(self, sid: str, state: dict[str, Any], engine: dict[str, Any]) -> None:
+    def _call_model(self, held: _Held, state: dict[str, Any], engine: dict[str, Any]) -> None:
+        sid = held.session_id
         records = self.store.audit_records(sid)
-        history = rebuild(self.store.turns(sid), records)
+        turns = self.store.turns(sid)
+        check_history(sid, turns)  # every call answered exactly once, or nothing is sent
+        history = rebuild(turns, records)
         prompt = build_system_prompt(is_resume=bool(state.get("is_resume")),
                                      audit_dir=str(state.get("audit_dir") or self.audit_dir))
         reply = self._generate(prompt, history)
@@ -203,7 +225,7 @@ class Engine:
         if not reply.function_calls:
             engine["phase"] = "awaiting_user"
             engine["last_text"] = reply.text
-            self._save(sid, state, engine, status="awaiting_user", turns=turn)
+            self._save(held, state, engine, status="awaiting_user", turns=turn)
         else:
             engine["phase"] = "dispatch"
             engine["pending"] = {
@@ -212,7 +234,7 @@ class Engine:
                 "responses": [],
                 "waiting": None,
             }
-            self._save(sid, state, engine, turns=turn)
+            self._save(held, state, engine, turns=turn)
         if reply.text:
             self.notifier.model_text(sid, reply.text)
 
@@ -236,15 +258,16 @@ class Engine:
                 delay = min(delay * 2, 30.0)
         raise AssertionError("unreachable")
 
-    def _dispatch_next(self, sid: str, state: dict[str, Any],
+    def _dispatch_next(self, held: _Held, state: dict[str, Any],
                        engine: dict[str, Any]) -> Outcome | None:
+        sid = held.session_id
         pending = engine["pending"]
         calls: list[dict[str, Any]] = pending["calls"]
         index = len(pending["responses"])
         if index >= len(calls):
             engine["pending"] = None
             engine["phase"] = "call_model"
-            self._save(sid, state, engine, status="running",
+            self._save(held, state, engine, status="running",
                        turns=[("user", {"role": "user", "parts": pending["responses"]})])
             return None
         call = calls[index]
@@ -258,30 +281,35 @@ class Engine:
             engine["dropped_calls"] = [c["name"] for c in calls[index + 1:]]
             engine["pending"] = None
             engine["phase"] = "rca"
-            self._save(sid, state, engine)
+            self._save(held, state, engine)
             return None
         waiting = pending.get("waiting")
-        recovered = self._recover_in_flight(sid, pending) if pending.get("in_flight") else None
+        recovered = None
+        if pending.get("in_flight"):  # the last holder stopped while this call was in flight
+            shell = self.shell_for(sid)
+            recovered = recover_in_flight(self.store, sid, shell,
+                                          lambda: self.orchestrator_for(sid, shell), pending)
         if recovered is not None and recovered.get("status") == PENDING:
             waiting, recovered = {"approval_id": recovered.get("approval_id"),
                                   "task_id": recovered.get("task_id")}, None
         if recovered is not None:
             result = recovered
         else:
-            if not waiting:
-                # a durable mark before the tool runs: after a crash the tool is not run twice
-                pending["in_flight"] = {"index": index,
-                                        "audit_count": len(self.store.audit_records(sid))}
-                if name == "capture_traffic":
-                    pending["in_flight"]["task_count"] = len(self.store.task_events(sid))
-                self._save(sid, state, engine)
+            # a durable mark before the tool runs (also the claim of this step: a holder that
+            # lost the investigation fails here, before it runs anything): after a crash the
+            # tool's outcome is found in the logs and it is not run twice
+            pending["in_flight"] = {"index": index,
+                                    "audit_count": len(self.store.audit_records(sid))}
+            if name == "capture_traffic" and not waiting:
+                pending["in_flight"]["task_count"] = len(self.store.task_events(sid))
+            self._save(held, state, engine)
             result = self._run_tool(sid, name, args, waiting)
         pending["in_flight"] = None
-        held = result.get("waiting_for_approval")
-        if result.get("status") == PENDING or isinstance(held, Mapping):
-            approval_id = result.get("approval_id") or (held or {}).get("approval_id")
+        gated = result.get("waiting_for_approval")
+        if result.get("status") == PENDING or isinstance(gated, Mapping):
+            approval_id = result.get("approval_id") or (gated or {}).get("approval_id")
             pending["waiting"] = {"approval_id": approval_id, "task_id": result.get("task_id")}
-            self._save(sid, state, engine, status="awaiting_approval")
+            self._save(held, state, engine, status="awaiting_approval")
             self.notifier.approval_pending(sid, name, args, result)
             return Outcome("awaiting_approval", approval_id=approval_id)
         meta = self._meta_for(state, name, args, result)
@@ -293,54 +321,8 @@ class Engine:
         self.notifier.tool_result(sid, name, args, shown)
         pending["responses"].append(stored_response(name, call.get("id"), result, meta))
         pending["waiting"] = None
-        self._save(sid, state, engine, status="running")
+        self._save(held, state, engine, status="running")
         return None
-
-    def _recover_in_flight(self, sid: str, pending: Mapping[str, Any]) -> dict[str, Any] | None:
-        """What became of a shell command that was running when Ghost stopped.
-
-        Its outcome (completed, or ``interrupted`` after ``recover_interrupted``) is taken from
-        the audit; a request still waiting for approval is waited on again; a command that never
-        reached the shell runs now.
-        """
-        call = pending["calls"][pending["in_flight"]["index"]]
-        if call["name"] == "capture_traffic":
-            return self._recover_capture(sid, pending["in_flight"])
-        if call["name"] != "run_shell_cmd":
-            return None
-        since = int(pending["in_flight"]["audit_count"])
-        # records of this call only: another writer (an orphan cleanup) may share the log
-        command = redact(str((call.get("args") or {}).get("command") or ""))
-        newer = [r for r in self.store.audit_records(sid)[since:]
-                 if r.get("command") == command]
-        outcomes = [r for r in newer if r.get("kind") == "command"]
-        if outcomes:
-            return response_from_record(outcomes[-1])
-        requested = [r for r in newer if r.get("kind") == "approval"
-                     and r.get("status") == "requested"]
-        if requested:
-            approval_id = str((requested[-1].get("details") or {}).get("approval_id"))
-            return self.shell_for(sid).resume(approval_id)
-        return None
-
-    def _recover_capture(self, sid: str, in_flight: Mapping[str, Any]) -> dict[str, Any] | None:
-        """A capture whose task was created before Ghost stopped (say, Ctrl-C at its approval).
-
-        Its task is checked (which continues the step that was waiting) instead of a second
-        capture being started; None when the call never got as far as creating a task.
-        """
-        since = in_flight.get("task_count")
-        if since is None:
-            return None
-        created: list[str] = []
-        for record in self.store.task_events(sid)[int(since):]:
-            task_id = str(record.get("task_id") or "")
-            if task_id and task_id not in created:
-                created.append(task_id)
-        if not created:
-            return None
-        orchestrator = self.orchestrator_for(sid, self.shell_for(sid))
-        return orchestrator.orchestrate({"intent": "check_task", "task_id": created[0]})
 
     def _run_tool(self, sid: str, name: str, args: Mapping[str, Any],
                   waiting: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -376,10 +358,11 @@ class Engine:
             meta["timeout"] = True
         return meta
 
-    def _generate_rca(self, sid: str, state: dict[str, Any],
+    def _generate_rca(self, held: _Held, state: dict[str, Any],
                       engine: dict[str, Any]) -> Outcome:
         from core.engine.rca import build_rca
 
+        sid = held.session_id
         shell = self.shell_for(sid)
 
         def read_file(path: str) -> Mapping[str, Any]:
@@ -413,7 +396,7 @@ class Engine:
         engine["rca"] = {"confidence": report.confidence, "root_cause": report.root_cause,
                          "recommended_actions": list(report.recommended_actions),
                          "duration_s": duration}
-        self._save(sid, state, engine, status="completed", rca_markdown=report.markdown)
+        self._save(held, state, engine, status="completed", rca_markdown=report.markdown)
         return Outcome("completed", rca_markdown=report.markdown, rca_path=path,
                        rca_error=error)
 
@@ -424,12 +407,26 @@ class Engine:
             engine = new_engine_state(started_at=self.clock())
         return dict(engine)
 
-    def _save(self, sid: str, state: dict[str, Any], engine: dict[str, Any], *,
+    def _save(self, held: _Held, state: dict[str, Any], engine: dict[str, Any], *,
               status: str | None = None, rca_markdown: str | None = None,
               turns: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> None:
-        self.store.save_state(sid, state, status=status, engine_state=engine,
-                              rca_markdown=rca_markdown, turns=turns)
+        """Save the step, only if nobody saved this investigation since ``held`` read it."""
+        sid = held.session_id
+        try:
+            saved = self.store.save_state(sid, state, expected_version=held.version,
+                                          status=status, engine_state=engine,
+                                          rca_markdown=rca_markdown, turns=turns)
+        except ConcurrentUpdate as exc:
+            raise StepSuperseded(
+                f"Investigation {sid} was advanced by another process while this one worked "
+                "on it; this process's step was dropped (nothing of it was saved).",
+                "Nothing to do: the process that holds it now carries on.") from exc
+        held.version = int(saved.version)
         self.notifier.state_changed(sid, state, engine)
+
+
+def _held(inv: Any) -> _Held:
+    return _Held(str(inv.session_id), int(inv.version))
 
 
 def command_audit_ids(records: list[dict[str, Any]]) -> set[str]:

@@ -8,8 +8,11 @@ recorded (:meth:`SafeExecShell.decide`), in any process, exactly once: an approv
 ``approved → executing → executed`` by compare-and-set, so only one process runs it.
 
 No command runs without a durable trace: a ``command_started`` audit record is written before the
-process starts. After a crash, :meth:`SafeExecShell.recover_interrupted` closes every started
-command that has no outcome with ``error: "interrupted"``; it is never run again.
+process starts; for an approved command it is committed in the same transaction as the request's
+``approved → executing`` move, so after a crash an ``executing`` request always has its started
+record (outcome unknown: never re-run) and one without a started record is still ``approved`` (it
+may run). After a crash, :meth:`SafeExecShell.recover_interrupted` closes every started command
+that has no outcome with ``error: "interrupted"``; it is never run again.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from core.engine.outcomes import meaning, sdk_meaning
 from core.ports import ApprovalRecord, ApprovalStore, AuditLog
@@ -62,6 +65,17 @@ ST_CLOSED = "closed"
 ST_INTERRUPTED = "interrupted"
 
 
+class ShellApprovals(ApprovalStore, Protocol):
+    """The approval store, plus the one write that must be atomic with an audit record."""
+
+    def start_approved_command(
+        self, approval_id: str, expected_version: int, started: Mapping[str, Any]
+    ) -> tuple[ApprovalRecord, dict[str, Any]] | None:
+        """``approved → executing`` and the ``command_started`` record in one transaction;
+        None (nothing written) when the request changed first."""
+        ...
+
+
 @dataclass(frozen=True)
 class ShellLimits:
     """Bounds on one command: wall time and how much output is kept in memory."""
@@ -99,7 +113,7 @@ class SafeExecShell:
         session_id: str,
         *,
         audit: AuditLog,
-        approvals: ApprovalStore,
+        approvals: ShellApprovals,
         approver: Approver,
         data_dir: Path,
         policy: ApprovalPolicy | None = None,
@@ -225,6 +239,11 @@ class SafeExecShell:
         recorded = (approval.context or {}).get("audit_id")
         if recorded:
             return self._recorded(str(recorded))
+        if status == ST_EXECUTING:
+            finished = self._outcome_of(approval.approval_id)
+            if finished is not None:  # it ran; the process died before marking it executed
+                self._settle(approval, finished)
+                return response_from_record(finished)
         # executing with no recorded outcome: another process runs it now, or died doing so
         return outcome_unknown(approval)
 
@@ -260,17 +279,25 @@ class SafeExecShell:
                 "details": rec.get("details"),
             })
             closed.append(str(final["audit_id"]))
-            approval_id = (rec.get("details") or {}).get("approval_id")
-            if approval_id:
-                current = self.approvals.get_approval(str(approval_id))
-                if current is not None and current.status == ST_EXECUTING:
-                    self.approvals.transition_approval(
-                        current.approval_id, current.version,
-                        {"status": ST_INTERRUPTED,
-                         "context": {**(current.context or {}),
-                                     "audit_id": final["audit_id"]}},
-                    )
+            records.append(final)
+        # an approved command whose outcome is recorded but whose request still says
+        # `executing` (the process died in between): the request gets that outcome
+        outcomes = {str((r.get("details") or {}).get("approval_id")): r for r in records
+                    if r.get("kind") == "command" and r.get("ref_audit_id")
+                    and (r.get("details") or {}).get("approval_id")}
+        for approval_id, outcome in outcomes.items():
+            current = self.approvals.get_approval(approval_id)
+            if current is not None and current.status == ST_EXECUTING:
+                self._settle(current, outcome)
         return closed
+
+    def _settle(self, approval: ApprovalRecord, outcome: Mapping[str, Any]) -> None:
+        """Mark an ``executing`` request with the recorded outcome of its command."""
+        status = ST_INTERRUPTED if outcome.get("error") == "interrupted" else ST_EXECUTED
+        self.approvals.transition_approval(
+            approval.approval_id, approval.version,
+            {"status": status, "context": {**(approval.context or {}),
+                                           "audit_id": outcome["audit_id"]}})
 
     # ------------------------------------------------------------------- internals
     def _request_approval(
@@ -359,20 +386,21 @@ class SafeExecShell:
             # an SDK call cannot take an edited command line: run nothing, tell the model
             return self._deny_instead(approval, "Ghost cannot run an edited Azure call. Deny it "
                                       "with a reason instead, and Ghost will re-plan.", call)
-        claimed = self.approvals.transition_approval(
-            approval.approval_id, approval.version, {"status": ST_EXECUTING}
-        )
-        if claimed is None:
-            return self.resume(approval.approval_id, call=call)
-        action = "user_modified" if approval.modified_by else "user_approved"
         if verdict.classification == "FORBIDDEN":  # cannot happen: a FORBIDDEN edit is blocked
-            response = self._refuse(approval.command, approval.reasoning, verdict,
-                                    "forbidden_command", verdict.reason)
-        else:
-            response = self._run(approval.command, approval.reasoning, verdict, action=action,
-                                 actor=approval.decided_by or "unknown",
-                                 approval_id=approval.approval_id, call=call,
-                                 environment=approval.environment)
+            return self._deny_instead(approval, f"Blocked by {verdict.rule}: {verdict.reason}",
+                                      call)
+        action = "user_modified" if approval.modified_by else "user_approved"
+        base = self._fields(approval.command, approval.reasoning, verdict, action=action,
+                            actor=approval.decided_by or "unknown",
+                            approval_id=approval.approval_id, call=call,
+                            environment=approval.environment)
+        # the claim (approved → executing) and the started record: one transaction
+        started = self.approvals.start_approved_command(
+            approval.approval_id, approval.version, self._started_entry(base))
+        if started is None:
+            return self.resume(approval.approval_id, call=call)
+        claimed, started_record = started
+        response = self._execute_started(approval.command, verdict, base, started_record, call)
         self.approvals.transition_approval(
             claimed.approval_id, claimed.version,
             {"status": ST_EXECUTED,
@@ -424,6 +452,16 @@ class SafeExecShell:
         approval_id: str | None = None, call: CallFn | None = None,
         environment: str | None = None,
     ) -> dict[str, Any]:
+        base = self._fields(command, reasoning, verdict, action=action, actor=actor,
+                            approval_id=approval_id, call=call, environment=environment)
+        started = self.audit.append_audit(self.session_id, self._started_entry(base))
+        return self._execute_started(command, verdict, base, started, call)
+
+    def _fields(
+        self, command: str, reasoning: str, verdict: Verdict, *, action: str, actor: str,
+        approval_id: str | None, call: CallFn | None, environment: str | None,
+    ) -> dict[str, Any]:
+        """What the started and the finished record of one command both say."""
         environment = environment or environment_of(command)
         base: dict[str, Any] = {
             "command": redact(command),
@@ -440,11 +478,15 @@ class SafeExecShell:
         if call is not None:  # no process runs: the command is the call's shell equivalent
             via = "sdk" if environment == "azure" else "ghost"  # Azure SDK, or Ghost itself
             base["details"] = {**(base["details"] or {}), "via": via}
-        started_at = self.clock()
-        started = self.audit.append_audit(self.session_id, {
-            **base, "kind": "command_started", "status": "executing",
-            "started_at": started_at.isoformat(),
-        })
+        return base
+
+    def _started_entry(self, base: Mapping[str, Any]) -> dict[str, Any]:
+        return {**base, "kind": "command_started", "status": "executing",
+                "started_at": self.clock().isoformat()}
+
+    def _execute_started(self, command: str, verdict: Verdict, base: Mapping[str, Any],
+                         started: Mapping[str, Any], call: CallFn | None) -> dict[str, Any]:
+        """Run a command whose started record is stored, and record its outcome."""
         result = self._execute_call(call) if call else self._execute_argv(command, verdict)
         out = truncate(redact(result.stdout), max_lines=self.limits.max_lines,
                        max_tokens=self.limits.max_tokens)
@@ -534,6 +576,14 @@ class SafeExecShell:
             "environment": environment_of(command),
         })
         return response_from_record(record)
+
+    def _outcome_of(self, approval_id: str) -> dict[str, Any] | None:
+        """The outcome record of the command run for this approval, if one was written."""
+        for record in reversed(self.audit.audit_records(self.session_id)):
+            if record.get("kind") == "command" and \
+                    (record.get("details") or {}).get("approval_id") == approval_id:
+                return dict(record)
+        return None
 
     def _recorded(self, audit_id: str) -> dict[str, Any]:
         for record in self.audit.audit_records(self.session_id):

@@ -188,3 +188,60 @@ def test_help_and_bad_usage(tmp_path: Path) -> None:
     assert "audit" in ghost(env, "--help").stdout
     bad = ghost(env, "audit", "verify")
     assert bad.returncode == 2 and "SID" in bad.stderr
+
+
+def test_the_default_data_dir_is_the_users_not_the_working_directory(tmp_path: Path) -> None:
+    """Started from two directories, Ghost finds the same database (issue 17)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GHOST_", "XDG_"))}
+    env["HOME"] = str(tmp_path / "home")
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    first = subprocess.run([*GHOST, "db", "status"], env=env, cwd=one, capture_output=True,
+                           text=True, timeout=60, check=False)
+    assert first.returncode == 0, first.stderr
+    data = tmp_path / "xdg" / "ghost"
+    assert f"data dir: {data} (the user's data dir; GHOST_DATA_DIR overrides)" in first.stdout
+    assert f"database: sqlite:///{data / 'ghost.db'} (ghost.db in the data dir)" in first.stdout
+    assert (data / "ghost.db").is_file() and not any(one.iterdir())
+    second = subprocess.run([*GHOST, "db", "status"], env=env, cwd=two, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert second.stdout == first.stdout and not any(two.iterdir())
+
+
+def test_db_status_names_the_setting_and_hides_the_password(tmp_path: Path,
+                                                           migrated_url: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(migrated_url)
+    with_password = url.set(password="hunter2") if url.drivername.startswith("postgres") \
+        else url
+    env = _env(tmp_path, with_password.render_as_string(hide_password=False))
+    run = ghost(env, "db", "status")
+    assert run.returncode == 0, run.stderr
+    assert f"data dir: {tmp_path / 'data'} (GHOST_DATA_DIR)" in run.stdout
+    assert "(GHOST_DATABASE_URL)" in run.stdout and "hunter2" not in run.stdout
+
+
+def test_every_argument_has_help() -> None:
+    """`--help` never shows a bare name: each option and positional says what it is."""
+    import argparse
+
+    from bot.cli import build_parser
+
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help for a in action._choices_actions}
+                for name, sub in action.choices.items():
+                    if not helps.get(name):
+                        missing.append(f"{path} {name}")
+                    walk(sub, f"{path} {name}")
+            elif not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "ghost")
+    assert not missing, missing

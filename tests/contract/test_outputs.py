@@ -7,6 +7,8 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from bot.contract.output import project
 from core.session_state import utc_now
 from storage.store import Store
@@ -223,3 +225,28 @@ def test_every_schema_is_valid_and_documented() -> None:
     for name in names:
         Draft202012Validator.check_schema(json.loads((SCHEMAS / name).read_text()))
         assert f"schemas/{name}" in doc, f"{name} is not in docs/agent-contract.md"
+
+
+def test_session_list_says_which_runs_were_interrupted_and_what_they_cost(
+        store: Store, cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal run whose process died (running, nobody holds it) is ``interrupted``; the
+    cost comes from the usage the engine recorded, priced by GHOST_PRICES, null without one."""
+    dead = store.create_investigation(symptom="killed mid-run", model="m", audit_dir="a",
+                                      platform="terminal").session_id
+    inv = store.get_investigation(dead)
+    store.save_state(dead, dict(inv.state), status="running", engine_state={
+        "usage": [{"turn": 1, "model": "gemini-x", "promptTokenCount": 1_000_000,
+                   "candidatesTokenCount": 0}]})
+    chat = store.create_investigation(symptom="in slack", model="m", audit_dir="a",
+                                      platform="slack", channel_ref="C1").session_id
+    store.set_status(chat, "running")
+
+    _, unpriced = cli("session", "list", "--json")
+    validate("session-list", unpriced)
+    rows = {s["session_id"]: s for s in unpriced["sessions"]}
+    assert rows[dead]["interrupted"] is True and rows[chat]["interrupted"] is False
+    assert rows[dead]["cost_usd"] is None and rows[chat]["cost_usd"] is None
+
+    monkeypatch.setenv("GHOST_PRICES", '{"gemini-x": {"prompt": 2, "output": 8}}')
+    _, priced = cli("session", "list", "--json")
+    assert {s["session_id"]: s["cost_usd"] for s in priced["sessions"]}[dead] == 2.0

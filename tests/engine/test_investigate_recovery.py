@@ -92,7 +92,8 @@ def test_a_blank_symptom_is_refused_without_calling_gemini(
     assert "No symptom given" in run.stderr and "Traceback" not in run.stderr
     assert fake_gemini.requests == []
     listed = ghost(env_for(cli_env), "session", "list")
-    assert "cancelled" in listed.stdout  # not left "queued" for a worker to pick up
+    # refused before anything is created: no empty "cancelled" row, nothing left "queued"
+    assert "No investigations yet." in listed.stdout
 
 
 def test_a_wrong_key_is_reported_once_with_the_fix_and_the_resume_command(

@@ -28,6 +28,8 @@ def _capture(tmp_path: Path, name: str = "web-vm-01.pcap") -> Path:
 
 def test_writes_three_files_and_prints_their_paths(tmp_path: Path) -> None:
     cap = _capture(tmp_path)
+    (tmp_path / "sem").mkdir()
+    (tmp_path / "rep").mkdir()
     out = subprocess.run([sys.executable, "-m", "forensics", str(cap), "--semantic-dir",
                           str(tmp_path / "sem"), "--report-dir", str(tmp_path / "rep")],
                          capture_output=True, text=True, cwd=REPO, timeout=60)

@@ -33,7 +33,7 @@ def _offline() -> list[str]:
 
 def fresh_env(tmp_path: Path, database_url: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GHOST_", "GEMINI_", "GOOGLE_", "AZURE_", "SLACK_"))}
+           if not k.startswith(("GHOST_", "GEMINI_", "GOOGLE_", "AZURE_", "SLACK_", "XDG_"))}
     env["HOME"] = str(tmp_path / "home")
     if database_url:
         env["GHOST_DATABASE_URL"] = database_url
@@ -61,7 +61,10 @@ def test_a_fresh_demo_finishes_offline_with_an_rca_naming_the_faulty_resource(
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
     assert seconds < 60
     truth = load_scenario(find_scenario("nsg-deny-redis")).truth
-    rca = next((tmp_path / "work" / "ghost-data" / "audit").glob("ghost_rca_*.md"))
+    # the default data directory is the user's (platformdirs), not the working directory
+    data = tmp_path / "home" / ".local" / "share" / "ghost"
+    assert not (tmp_path / "work" / "ghost-data").exists()
+    rca = next((data / "audit").glob("ghost_rca_*.md"))
     text = rca.read_text(encoding="utf-8")
     assert "LAB RUN" in text
     assert all(word in text for word in truth.keywords), truth.keywords

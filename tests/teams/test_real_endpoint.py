@@ -177,7 +177,10 @@ def test_clicks_answer_200_with_the_clickers_card(real: RealTeams, fake_gemini: 
     late = real.click(cards.APPROVE, {"approval_id": approval.approval_id}, OTHER, card_id)
     assert "Already decided" in json.dumps(late["body"][0])
     real.settle()
-    assert real.card(card_id) == shown
+    # once the command ran, everyone's card says so (not the clicker's "— running" any more)
+    everyone = real.card(card_id)
+    assert "actions" not in everyone
+    assert "Approved by Ada Approver — ran (exit 0)" in json.dumps(everyone, ensure_ascii=False)
     ran = [r for r in real.store.audit_records(sid)
            if r["kind"] == "command" and r["action"] == "user_approved"]
     assert len(ran) == 1 and ran[0]["actor"] == APPROVER

@@ -96,3 +96,33 @@ def test_the_preview_is_a_few_redacted_lines_and_says_where_the_rest_is() -> Non
     assert output_preview({"output": "  \n", "audit_id": "a"}) == []
     short = output_preview({"output": "10.0.0.4\n", "audit_id": "a"})
     assert short == ["    │ 10.0.0.4"]  # all of it shown: no pointer to the rest
+
+
+def test_on_a_terminal_the_running_line_gives_way_to_the_outcome(monkeypatch: Any) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("COLUMNS", "40")
+    out = FakeTty()
+    shell = Shell(_slow_runner(0.0, []))
+    watch_commands(shell, Activity(out))
+    shell.runner(("ping", "-c", "20", "rt-prod-spoke-app-westeurope-001"), 60.0, 1000)
+    screen = out.getvalue()
+    # wrapped at a space, never inside the name, then erased: both lines (cursor up 2, clear)
+    assert screen.startswith("[Shell] running: ping -c 20\n    rt-prod-spoke-app-westeurope-001\n")
+    assert screen.endswith("\x1b[2F\x1b[J")
+
+
+def test_a_command_stopped_by_ctrl_c_keeps_its_running_line(monkeypatch: Any) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    out = FakeTty()
+
+    def interrupted(argv: Any, timeout_s: float, max_output_bytes: int) -> str:
+        raise KeyboardInterrupt
+
+    shell = Shell(interrupted)
+    watch_commands(shell, Activity(out))
+    try:
+        shell.runner(("ping", "-c", "20", "10.0.0.4"), 60.0, 1000)
+    except KeyboardInterrupt:
+        pass
+    assert "[Shell] running: ping -c 20 10.0.0.4" in out.getvalue()
+    assert "\x1b[1F" not in out.getvalue()

@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.cells import cell_len
@@ -75,9 +76,13 @@ def test_the_box_fits_and_modify_edits_the_command_on_screen(tmp_path: Path,
         screen = tmux.wait_for("Your choice:")
         box = [line for line in screen.splitlines() if line[:1] in "╭│╰"]
         assert box and all(cell_len(line) <= width for line in box), screen
-        assert max(cell_len(line) for line in box) == min(width, 100)
+        # as wide as the terminal allows, widened past the usual 100 only when one word needs it
+        assert max(cell_len(line) for line in box) == min(width, 112)
         # the capture's storage account is never split at a hyphen or inside the name
         assert any("stghostlabcaptures" in line.split() for line in box)
+        if width >= 120:  # room enough: the 97-column storage URL is shown on one line
+            assert any(w.startswith("https://") and w.endswith(".pcap")
+                       for line in box for w in line.split()), screen
         tmux.keys("m", "Enter")
         tmux.wait_for("New command (edit, then Enter): az network watcher")
         tmux.keys("End", *["Left"] * 27, "BSpace", "BSpace", "30")
@@ -94,3 +99,39 @@ def test_piped_output_has_the_same_content_without_control_codes(tmp_path: Path)
     assert "\x1b" not in run.stdout and "\r" not in run.stdout
     assert "SAFETY SHELL ALERT" in run.stdout and "[Shell] running: " in run.stdout
     assert "GHOST " in run.stdout and "Session: ghost_" in run.stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("ping") is None,
+                    reason="needs tmux and ping")
+@pytest.mark.parametrize("width", [60, 120])
+def test_a_running_ping_shows_a_live_line_with_the_elapsed_time(
+        fake_gemini: Any, tmp_path: Path, width: int) -> None:
+    from tests.fakes.gemini_server import call, function_call_turn
+
+    fake_gemini.enqueue(
+        function_call_turn(call("run_shell_cmd", {"command": "ping -c 4 127.0.0.1",
+                                                  "reasoning": "is the stack answering?"}),
+                           text="**Hypothesis H1:** the stack drops ICMP."),
+        function_call_turn(call("complete_investigation", {
+            "confidence": "low", "root_cause_summary": "Loopback answers."})),
+    )
+    env = {"GEMINI_API_KEY": "test-key", "GHOST_MODEL": "gemini-test",
+           "GOOGLE_GEMINI_BASE_URL": os.environ["GOOGLE_GEMINI_BASE_URL"]}
+    extra = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command = _shell_command(tmp_path, "investigate", "ping loss").replace(
+        "; env ", f"; env {extra} ", 1)
+    tmux = Tmux(width, command, Path(__file__).resolve().parents[2])
+    try:
+        live = tmux.wait_for("running ping -c 4 127.0.0.1  ", timeout=60)
+        assert "[Shell] running: ping -c 4 127.0.0.1" in live
+        assert "**" not in live and "Hypothesis H1: the stack drops ICMP." in live
+        time.sleep(1.5)
+        ticking = tmux.screen()
+        assert any(line.rstrip().endswith(("1s", "2s", "3s")) for line in ticking.splitlines()
+                   if "running ping" in line), ticking
+        done = tmux.wait_for("RCA REPORT WRITTEN", timeout=60)
+        assert "[Shell] SAFE — auto-approved: ping -c 4 127.0.0.1" in done
+        assert "[Shell] running:" not in done  # replaced by its outcome
+        assert all(cell_len(line.rstrip()) <= width for line in done.splitlines())
+    finally:
+        tmux.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.safety.options import OptionSpec, any_value, parse_options
+from core.safety.options import OptionSpec, any_value, int_range, parse_options
 from core.safety.paths import resolve_under
 from core.safety.rules.base import Context, allowed, risky
 from core.safety.verdict import Verdict
@@ -51,7 +51,8 @@ def classify_cat(argv: tuple[str, ...], ctx: Context) -> Verdict:
 FORENSICS = OptionSpec(
     program="ghost-forensics",
     flags=frozenset({"--frame-flags", "--help", "--version"}),
-    valued={"--semantic-dir": any_value, "--report-dir": any_value, "--compare": any_value},
+    valued={"--semantic-dir": any_value, "--report-dir": any_value, "--compare": any_value,
+            "--out": any_value, "--jobs": int_range(1, 256)},
     aliases={"-h": "--help"},
 )
 
@@ -67,13 +68,21 @@ def classify_forensics(argv: tuple[str, ...], ctx: Context) -> Verdict:
                      "arguments.")
     if len(parsed.positionals) != 1:
         return risky("T1.bad_target", argv, "ghost-forensics takes exactly one capture file.")
-    for name in ("--semantic-dir", "--report-dir"):
-        if len(parsed.values(name)) != 1:
-            return risky("T1.bad_value", argv, f"ghost-forensics needs exactly one {name} "
-                         "inside the data directory.")
-    if len(parsed.values("--compare")) > 1:
-        return risky("T1.bad_value", argv, "ghost-forensics takes at most one --compare.")
-    paths = parsed.positionals + [v for _, v in parsed.options if v is not None]
+    engine_form = [len(parsed.values(n)) for n in ("--semantic-dir", "--report-dir")]
+    # the engine's form names both output directories; the engineer's form writes next to
+    # the capture (or into one --out): either one, never a mix
+    if engine_form != [1, 1] and (engine_form != [0, 0] or len(parsed.values("--out")) > 1):
+        return risky("T1.bad_value", argv, "ghost-forensics needs exactly one --semantic-dir "
+                     "and one --report-dir inside the data directory, or neither (with at most "
+                     "one --out).")
+    if engine_form == [1, 1] and parsed.has("--out"):
+        return risky("T1.bad_value", argv, "ghost-forensics takes --out or --semantic-dir "
+                     "and --report-dir, not both.")
+    for name in ("--compare", "--jobs"):
+        if len(parsed.values(name)) > 1:
+            return risky("T1.bad_value", argv, f"ghost-forensics takes at most one {name}.")
+    paths = parsed.positionals + [v for o, v in parsed.options
+                                  if v is not None and o != "--jobs"]
     for path in paths:
         bad = _check_path("ghost-forensics", path, ctx, argv)
         if bad:

@@ -1,0 +1,180 @@
+"""The drill's Slack: the tests' mock Web API with fault switches, and the Slack *users* —
+signed slash commands and button clicks POSTed to the replicas, with their ack latency.
+
+Fault switches: ``slack_429`` answers every Web API call 429 with ``Retry-After`` (as Slack's
+rate limiter does); ``slack_500`` answers 500 ``internal_error``. Uploads to the file URL are
+not faulted (that is a different host in Slack).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import threading
+import time
+from collections import Counter
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import urlencode
+
+from benchmarks.chaos_kit.faults import Faults
+from tests.fakes.slack_api import Call, FakeSlack
+
+SECRET = "chaos-signing-secret"
+REQUESTER, APPROVER = "UREQ", "UAPPROVER"
+_SID = re.compile(r"`([0-9a-zA-Z_-]{6,})`")
+
+
+class ChaosSlack(FakeSlack):
+    """FakeSlack whose answers obey the drill's fault windows."""
+
+    def __init__(self, faults: Faults, channels: list[str], retry_after_s: int = 1) -> None:
+        super().__init__(members={c: [REQUESTER, APPROVER] for c in channels})
+        self.faults = faults
+        self.retry_after_s = retry_after_s
+        self.faulted: dict[str, int] = {"429": 0, "500": 0}
+        #: every message as first posted (chat.update later replaces a card's buttons)
+        self.posted: list[dict[str, Any]] = []
+        self._cards: list[dict[str, Any]] = []
+        self._scanned = 0
+
+    def _ok(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        answer = super()._ok(method, args)
+        if method == "chat.postMessage" and answer.get("ok"):
+            self.posted.append({**args, "ts": answer["ts"]})
+        return answer
+
+    def _answer(self, method: str, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.faults.active("slack_429"):
+            with self._lock:
+                self._record(Call(method, {**args, "_fault": 429}))
+                self.faulted["429"] += 1
+            return 429, {"ok": False, "error": "ratelimited"}
+        if self.faults.active("slack_500"):
+            with self._lock:
+                self._record(Call(method, {**args, "_fault": 500}))
+                self.faulted["500"] += 1
+            return 500, {"ok": False, "error": "internal_error"}
+        return super()._answer(method, args)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        base = super()._handler()
+        fake = self
+
+        class Handler(base):  # type: ignore[valid-type,misc]
+            def _send(self, status: int, body: bytes, ctype: str,
+                      headers: dict[str, str] | None = None) -> None:
+                if status == 429:
+                    headers = {"Retry-After": str(fake.retry_after_s)}
+                super()._send(status, body, ctype, headers)
+
+        return Handler
+
+    # ------------------------------------------------------------------ reading
+    def posts(self) -> list[dict[str, Any]]:
+        """Every message that reached Slack, as first posted, in posting order."""
+        with self._lock:
+            return list(self.posted)
+
+    def cards(self) -> list[dict[str, Any]]:
+        """Posted messages with an Approve button (its approval id in ``_approval``), in
+        posting order (so a reader can skip the ones it has seen)."""
+        with self._lock:
+            fresh = self.posted[self._scanned:]
+            self._scanned = len(self.posted)
+        for m in fresh:
+            for block in m.get("blocks") or []:
+                if block.get("type") != "actions":
+                    continue
+                for el in block.get("elements") or []:
+                    if el.get("action_id") == "ghost_approve":
+                        self._cards.append({**m, "_approval": str(el.get("value"))})
+        return list(self._cards)
+
+
+@dataclass
+class Ack:
+    at: float
+    ms: float
+    kind: str
+    status: int
+    replica: int
+
+
+@dataclass
+class SlackUsers:
+    """Signs and POSTs what Slack would send, to the replica ``pick()`` chooses; records acks.
+
+    A replica that refuses the connection (killed) is retried on the next one, as a load
+    balancer would; those are counted in ``refused``, not as acks.
+    """
+
+    bases: list[str]
+    api_url: str
+    acks: list[Ack] = field(default_factory=list)
+    refused: int = 0
+    refusals: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    _next: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _post(self, body: str, kind: str) -> tuple[int, str]:
+        ts = str(int(time.time()))
+        digest = hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(),
+                          hashlib.sha256).hexdigest()
+        headers = {"Content-Type": "application/x-www-form-urlencoded",
+                   "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
+        with self._lock:
+            start = self._next
+            self._next += 1
+        for attempt in range(len(self.bases) * 20):
+            replica = (start + attempt) % len(self.bases)
+            request = urllib.request.Request(self.bases[replica] + "/slack/events",
+                                             data=body.encode(), headers=headers)
+            began = time.monotonic()
+            try:
+                with urllib.request.urlopen(request, timeout=10) as reply:
+                    text = reply.read().decode()
+                    status = reply.status
+            except urllib.error.HTTPError as exc:
+                text, status = exc.read().decode(errors="replace"), exc.code
+            except (ConnectionError, urllib.error.URLError, TimeoutError) as exc:
+                with self._lock:
+                    self.refused += 1
+                    self.refusals[f"{type(exc).__name__}: {exc}"[:80]] += 1
+                time.sleep(0.2)
+                continue
+            ms = (time.monotonic() - began) * 1000
+            with self._lock:
+                self.acks.append(Ack(began, ms, kind, status, replica))
+            return status, text
+        self.errors.append(f"{kind}: no replica answered")
+        return 0, ""
+
+    def slash(self, channel: str, text: str) -> tuple[int, str]:
+        return self._post(urlencode({
+            "token": "x", "team_id": "T1", "channel_id": channel, "user_id": REQUESTER,
+            "command": "/ghost", "text": text, "trigger_id": "trig.1",
+            "response_url": self.api_url.replace("/api/", "/respond/1")}), "slash")
+
+    def click(self, channel: str, approval_id: str, message_ts: str,
+              user: str = APPROVER, action: str = "ghost_approve") -> tuple[int, str]:
+        payload = {"type": "block_actions", "user": {"id": user}, "team": {"id": "T1"},
+                   "channel": {"id": channel}, "trigger_id": "trig.approve",
+                   "container": {"type": "message", "message_ts": message_ts,
+                                 "channel_id": channel},
+                   "message": {"ts": message_ts},
+                   "actions": [{"action_id": action, "value": approval_id, "block_id": "b",
+                                "type": "button"}]}
+        return self._post(urlencode({"payload": json.dumps(payload)}), "click")
+
+
+def session_in(text: str) -> str | None:
+    """The session id an ack names (`` `sid` ``), if any."""
+    m = _SID.search(text)
+    return m.group(1) if m else None
