@@ -78,9 +78,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     "run is bounded by Ghost, not by Slack's budget of ~50 edits a minute)")
     ap.add_argument("--seed", type=int, default=23)
     ap.add_argument("--keep", action="store_true", help="keep the data directory and logs")
-    ap.add_argument("--shim-lab-rca", action="store_true",
-                    help="development aid: patch LabMarkedPort.post_rca to accept `noted` "
-                    "(bot/lab_wiring.py lagging bot/chat/ports.py); the run says so")
     ns = ap.parse_args(argv)
     if ns.no_faults:
         ns.faults = ""
@@ -130,7 +127,6 @@ def ghost_env(ns: argparse.Namespace, tmp: Path, db_url: str, slack: ChaosSlack,
         "GHOST_SLACK_POST_INTERVAL_S": str(ns.post_interval), "GHOST_WORKER_THREADS": "4",
         "GHOST_SERVE_RUNS_WORKER": "true" if ns.sqlite else "false",
         "CHAOS_SIDE_EFFECTS": str(tmp / "side_effects.jsonl"),
-        **({"CHAOS_SHIM_LAB_RCA": "1"} if ns.shim_lab_rca else {}),
         "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
     return env
 
@@ -218,31 +214,31 @@ class Drill:
 
     # ------------------------------------------------------------------ the run
     def finished(self, started: list[account.Started]) -> bool:
-        sids = [s.session_id for s in started if s.session_id]
+        """Every investigation the slash commands made is over, and each completed one's RCA
+        reached Slack."""
         if len(started) < self.ns.investigations:
             return False
-        uploads = [c for c in self.slack.called("files.completeUploadExternal")
-                   if "_fault" not in c.args]
-        if len(uploads) < len(sids):
-            return False
         try:
-            done = {i.session_id for i in self.store.list_investigations(
-                statuses=("completed", "failed", "cancelled"), limit=10_000)}
+            rows = self.store.list_investigations(limit=10_000)
         except Exception:  # noqa: BLE001 - the database may be restarting
             return False
-        rcas = len(account.rca_times(started, self.slack))
-        return all(s in done for s in sids) and rcas >= len(sids)
+        if any(i.status not in ("completed", "failed", "cancelled") for i in rows):
+            return False
+        completed = sum(1 for i in rows if i.status == "completed")
+        uploads = [c for c in self.slack.called("files.completeUploadExternal")
+                   if "_fault" not in c.args]
+        return len(uploads) >= completed
 
     def run(self) -> int:
         ns = self.ns
         t_setup = time.monotonic()
         env = self.setup()
-        print(f"chaos drill: {'SQLite, 1 ghost serve' if ns.sqlite else 'PostgreSQL, 2 ghost serve replicas + 2 ghost workers'}; "
+        shape = "SQLite, 1 ghost serve" if ns.sqlite else \
+            "PostgreSQL, 2 ghost serve replicas + 2 ghost workers"
+        print(f"chaos drill: {shape}; "
               f"{ns.investigations} investigations in {ns.channels} channels (lab {SCENARIO}); "
               f"faults: {','.join(sorted(ns.kinds)) or 'none'}; lease {ns.lease:g}s; "
-              f"start-up {time.monotonic() - t_setup:.1f}s"
-              + ("; SHIMMED: LabMarkedPort.post_rca(noted=)" if ns.shim_lab_rca else ""),
-              flush=True)
+              f"start-up {time.monotonic() - t_setup:.1f}s", flush=True)
         bases = [f"http://127.0.0.1:{g.port}" for g in self.ghosts if g.port]
         users = SlackUsers(bases, self.slack.base_url)
         sampler = Sampler(self.ghosts)
@@ -262,7 +258,11 @@ class Drill:
             monkey.start()
         deadline = t0 + ns.budget
         next_conn = t0
+        next_note = t0 + 30
         while time.monotonic() < deadline:
+            if time.monotonic() >= next_note:
+                next_note += 30
+                self.progress(t0, requester)
             if time.monotonic() >= next_conn and self.db_name:
                 self.conn_samples.append((time.monotonic(), pg.connections(self.db_name)))
                 next_conn = time.monotonic() + 5
@@ -280,6 +280,19 @@ class Drill:
         for ghost in self.ghosts:  # stop them before counting: nothing moves under the count
             ghost.stop()
         return self.report(env, requester.started, users, approver, monkey, t0, elapsed)
+
+    def progress(self, t0: float, requester: Requester) -> None:
+        """One line every 30 s: where the investigations stand."""
+        try:
+            counts: dict[str, int] = {}
+            for inv in self.store.list_investigations(limit=10_000):
+                counts[inv.status] = counts.get(inv.status, 0) + 1
+        except Exception as exc:  # noqa: BLE001 - the database may be restarting
+            counts = {f"database: {type(exc).__name__}": 1}
+        kills = sum(g.kills for g in self.ghosts)
+        print(f"  t={time.monotonic() - t0:5.0f}s  started {len(requester.started)}  "
+              + "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+              + f"  (kills so far {kills})", flush=True)
 
     # ------------------------------------------------------------------ the figures
     def report(self, env: dict[str, str], started: list[account.Started], users: SlackUsers,
@@ -300,15 +313,23 @@ class Drill:
             (self.tmp / "slack_calls.json").write_text(json.dumps(
                 [{"method": c.method, "at": c.at, "args": c.args} for c in self.slack.calls],
                 default=str, indent=1))
-        sids = [s.session_id for s in started if s.session_id]
+        requested = started
+        started, lost = account.from_database(self.store, requested)
         statuses = {i.session_id: i.status for i in self.store.list_investigations(limit=10_000)}
-        done = [s for s in sids if statuses.get(s) == "completed"]
+        done = [s for s in started if statuses.get(s.session_id or "") == "completed"]
         verdicts: list[Verdict] = []
-        not_done = [f"chaos-{s.n:02d} ({s.session_id}): {statuses.get(s.session_id or '', 'no record')}"
+        not_done = [f"chaos-{s.n:02d} ({s.session_id}): {statuses.get(s.session_id or '')}"
                     for s in started if statuses.get(s.session_id or "") != "completed"]
-        verdicts.append(Verdict(f"investigations completed / started: {len(done)}/{len(started)}"
-                                f" (of {ns.investigations} asked)",
-                                len(done) == len(started) == ns.investigations, not_done))
+        tags = [s.n for s in started]
+        twice = sorted({n for n in tags if tags.count(n) > 1})
+        names = ", ".join(f"chaos-{n:02d}" for n in twice)
+        extra = (f"; {len(started) - len(set(tags))} more from slash commands retried after "
+                 f"a replica died before its ack ({names})" if twice else "")
+        verdicts.append(Verdict(
+            f"investigations completed / started: {len(done)}/{len(started)} "
+            f"({len(requested)} slash commands{extra})",
+            len(done) == len(started) and not lost and len(requested) == ns.investigations,
+            lost + not_done))
         trace = account.side_effects(self.tmp / "side_effects.jsonl")
         verdicts.append(account.executed_once(started, self.store, trace))
         verdicts.append(account.verify_chains(started, env))
@@ -316,8 +337,11 @@ class Drill:
         verdicts += [posts, rcas]
         rca_at = account.rca_times(started, self.slack)
         last_fault = self.faults.last_end()
-        if rca_at and last_fault is not None:
+        if rca_at and last_fault is not None and max(rca_at) >= last_fault:
             line = f"time from the last fault to the last RCA: {max(rca_at) - last_fault:.1f}s"
+        elif rca_at and last_fault is not None:
+            line = (f"the last RCA reached Slack {last_fault - max(rca_at):.1f}s before the last "
+                    "fault ended")
         elif rca_at:
             line = f"time from the first slash command to the last RCA: {max(rca_at) - t0:.1f}s"
         else:
@@ -335,7 +359,10 @@ class Drill:
             f"  max {max(all_ms, default=0):.0f} ms (n={len(all_ms)}; target p99 < "
             f"{ACK_TARGET_MS:.0f} ms); non-200 acks {len(bad_status)}; refused connections "
             f"{users.refused} (retried on the other replica)", lat_ok,
-            [f"{a.kind} → replica {a.replica}: HTTP {a.status}" for a in bad_status[:10]]))
+            [f"{a.kind} → replica {a.replica}: HTTP {a.status}" for a in bad_status[:10]]
+            + [f"slow ack: {a.kind} → replica-{a.replica + 1} {a.ms:.0f} ms at t="
+               f"{a.at - t0:.1f}s; open: {', '.join(self.faults.open_at(a.at, 2.0)) or '-'}"
+               for a in sorted(acks, key=lambda a: -a.ms)[:3] if a.ms >= ACK_TARGET_MS]))
         roles: dict[str, int] = {}
         for ghost in self.ghosts:
             roles[ghost.name] = ghost.peak_kb

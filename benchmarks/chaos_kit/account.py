@@ -4,17 +4,16 @@ log on one, what reached Slack and what the lab saw run (the side-effect trace) 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import re
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchmarks.chaos_kit.gemini import risky_commands, risky_marker
-from benchmarks.chaos_kit.procs import ROOT
 from benchmarks.chaos_kit.slack import ChaosSlack
+
+_TAG = re.compile(r"\[chaos-(\d+)\]")
 
 
 @dataclass
@@ -25,6 +24,23 @@ class Started:
     channel: str
     session_id: str | None
     acked_at: float
+
+
+def from_database(store: Any, requested: list[Started]) -> tuple[list[Started], list[str]]:
+    """Every investigation the drill caused (by the ``[chaos-NN]`` tag of its symptom: a slash
+    command retried after a replica died before its ack makes two), and what was lost: a
+    slash command acked with a session id that has no record, or never acked at all."""
+    found: list[Started] = []
+    for inv in store.list_investigations(limit=100_000):
+        tag = _TAG.search(inv.symptom or "")
+        if tag:
+            found.append(Started(int(tag.group(1)), str(inv.channel_ref), inv.session_id, 0.0))
+    known = {s.session_id for s in found}
+    lost = [f"chaos-{r.n:02d}: acked with {r.session_id}, but there is no such investigation"
+            for r in requested if r.session_id and r.session_id not in known]
+    lost += [f"chaos-{r.n:02d}: no replica acked the slash command within 30 s"
+             for r in requested if r.session_id is None]
+    return sorted(found, key=lambda s: (s.n, s.session_id or "")), lost
 
 
 @dataclass
@@ -49,11 +65,21 @@ def side_effects(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def of_approval(record: dict[str, Any]) -> str | None:
+    details = record.get("details") or {}
+    return details.get("approval_id") if isinstance(details, dict) else None
+
+
 def executed_once(started: list[Started], store: Any, trace: list[dict[str, Any]]) -> Verdict:
-    """Every approved RISKY command ran exactly once: by the audit log and by the trace."""
-    expected = audit_ok = trace_ok = 0
+    """Every approved command ran exactly once. RISKY probes: by the audit log (one executed
+    record per investigation) and by the trace (as many runs of the tagged probe as executed
+    records, over every investigation with that tag — a retried slash command makes two).
+    Every other approval (the capture's): one command record naming it, once its
+    investigation completed (one still ``approved`` then was never run)."""
     details: list[str] = []
     ran_argv = [" ".join(e.get("argv") or []) for e in trace if e.get("kind") == "command"]
+    audited: Counter[tuple[int, int]] = Counter()
+    expected = audit_ok = 0
     for inv in started:
         if inv.session_id is None:
             continue
@@ -62,13 +88,18 @@ def executed_once(started: list[Started], store: Any, trace: list[dict[str, Any]
             expected += 1
             ran = [r for r in records if r.get("kind") == "command"
                    and r.get("command") == command and r.get("action") == "user_approved"]
-            marker = risky_marker(inv.n, which)
-            seen = sum(1 for argv in ran_argv if marker in argv)
+            audited[(inv.n, which)] += len(ran)
             audit_ok += len(ran) == 1
-            trace_ok += seen == 1
-            if len(ran) != 1 or seen != 1:
-                details.append(f"chaos-{inv.n:02d} ({inv.session_id}) RISKY #{which + 1}: audit "
-                               f"{len(ran)} executed record(s), side effects {seen}")
+            if len(ran) != 1:
+                details.append(f"chaos-{inv.n:02d} ({inv.session_id}) RISKY #{which + 1}: "
+                               f"{len(ran)} executed record(s) in the audit log")
+    trace_ok = 0
+    for (n, which), count in sorted(audited.items()):
+        seen = sum(1 for argv in ran_argv if risky_marker(n, which) in argv)
+        trace_ok += seen == count
+        if seen != count:
+            details.append(f"chaos-{n:02d} RISKY #{which + 1}: ran {seen} time(s) on the estate, "
+                           f"{count} executed record(s) in the audit log")
     approved = once = 0
     for inv in started:
         if inv.session_id is None:
@@ -82,37 +113,49 @@ def executed_once(started: list[Started], store: Any, trace: list[dict[str, Any]
                 continue  # in flight when the drill stopped: counted under "completed"
             approved += 1
             ran = [r for r in records if r.get("kind") == "command"
-                   and r.get("approval_id") == approval.approval_id]
-            if not ran:  # records without the approval id: match the command
-                ran = [r for r in records if r.get("kind") == "command"
-                       and r.get("command") == approval.command
-                       and r.get("action") == "user_approved"]
+                   and of_approval(r) == approval.approval_id]
             once += len(ran) == 1
             if len(ran) != 1:
                 details.append(f"chaos-{inv.n:02d} ({inv.session_id}) approval "
-                               f"{approval.approval_id} ({approval.status}): {len(ran)} "
-                               f"command record(s) for {approval.command[:60]!r}")
+                               f"{approval.approval_id} ({approval.status}, decided "
+                               f"{approval.decided_at:%H:%M:%S}): {len(ran)} command record(s) "
+                               f"for {approval.command[:60]!r}")
     captures = sum(1 for e in trace if e.get("kind") == "capture")
-    ok = audit_ok == expected and trace_ok == expected and once == approved
+    ok = audit_ok == expected and trace_ok == len(audited) and once == approved
     return Verdict(f"approved commands executed exactly once: RISKY probes {audit_ok}/{expected} "
-                   f"by the audit log, {trace_ok}/{expected} by their side effects; every "
-                   f"approved command (captures too) {once}/{approved} by the audit log; "
+                   f"by the audit log, {trace_ok}/{len(audited)} match their side effects; every "
+                   f"approval (captures too) {once}/{approved} by the audit log; "
                    f"{captures} packet captures created", ok, details)
 
 
 def verify_chains(started: list[Started], env: dict[str, str]) -> Verdict:
-    """``ghost audit verify SID`` for every investigation (exit 0 each)."""
+    """``ghost audit verify SID`` for every investigation (exit 0 each): the CLI's own entry
+    point, run in this process with Ghost's environment (20 interpreter start-ups would take
+    longer than the drill on a busy machine)."""
+    import contextlib
+    import io
+    import os
+
+    from bot.cli import main as ghost
+
     sids = [s.session_id for s in started if s.session_id]
-
-    def one(sid: str) -> tuple[str, int, str]:
-        done = subprocess.run([sys.executable, "-m", "bot.cli", "audit", "verify", sid],
-                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
-        return sid, done.returncode, (done.stdout + done.stderr).strip().splitlines()[-1:] \
-            and (done.stdout + done.stderr).strip().splitlines()[-1] or ""
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(one, sids))
-    bad = [f"{sid}: exit {code}: {last}" for sid, code, last in results if code != 0]
+    saved = dict(os.environ)
+    os.environ.update(env)
+    bad: list[str] = []
+    try:
+        for sid in sids:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                try:
+                    code = ghost(["audit", "verify", sid])
+                except SystemExit as exc:
+                    code = int(exc.code or 0)
+            if code != 0:
+                last = out.getvalue().strip().splitlines()[-1:] or [""]
+                bad.append(f"{sid}: exit {code}: {last[0][:200]}")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     return Verdict(f"audit chains verified (`ghost audit verify`): {len(sids) - len(bad)}"
                    f"/{len(sids)}", not bad and bool(sids), bad)
 

@@ -119,7 +119,7 @@ class Monkey(threading.Thread):
 
     def __init__(self, ghosts: list[Ghost], faults: Faults, plan: list[tuple[float, str, float]],
                  *, kill_every_s: float, chaos_s: float, halt: threading.Event,
-                 restart_pg: Callable[[], None] | None, seed: int) -> None:
+                 restart_pg: Callable[[], object] | None, seed: int) -> None:
         super().__init__(daemon=True, name="chaos-monkey")
         self.ghosts, self.faults, self.plan = ghosts, faults, sorted(plan)
         self.kill_every_s, self.chaos_s, self.halt = kill_every_s, chaos_s, halt
@@ -128,6 +128,7 @@ class Monkey(threading.Thread):
         self.log: list[str] = []
         self.errors: list[str] = []
         self._restarts: list[threading.Thread] = []
+        self._down: set[str] = set()
 
     def _say(self, t0: float, what: str) -> None:
         self.log.append(f"  t={time.monotonic() - t0:6.1f}s  {what}")
@@ -166,10 +167,16 @@ class Monkey(threading.Thread):
         self._say(t0, f"{kind} for {seconds:g}s")
 
     def _kill(self, t0: float) -> None:
-        alive = [g for g in self.ghosts if g.alive()]
-        if not alive:
+        """Kill a random Ghost that is up (not one still restarting), but never the last
+        replica answering Slack: with none, Slack's requests fail, which is not Ghost's doing."""
+        up = [g for g in self.ghosts if g.alive() and g.name not in self._down]
+        replicas = [g for g in up if g.port is not None]
+        candidates = [g for g in up if g.port is None or len(replicas) > 1
+                      or len([h for h in self.ghosts if h.port is not None]) == 1]
+        if not candidates:
             return
-        victim = self.random.choice(alive)
+        victim = self.random.choice(candidates)
+        self._down.add(victim.name)
         window = self.faults.open(f"kill {victim.name}", 3600)
         victim.kill9()
         self._say(t0, f"kill -9 {victim.name}")
@@ -183,6 +190,7 @@ class Monkey(threading.Thread):
             except Exception as exc:  # noqa: BLE001 - reported, the drill goes on
                 self.errors.append(f"restart {victim.name}: {exc}")
             window.end = time.monotonic()
+            self._down.discard(victim.name)
 
         thread = threading.Thread(target=restart, daemon=True)
         thread.start()

@@ -4,9 +4,23 @@ which requests were made while one was open."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
+
+
+def quiet_errors(server: Any) -> None:
+    """A killed Ghost leaves half-open connections to the fakes: not worth a traceback."""
+    default = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        default(request, client_address)
+
+    server.handle_error = handle_error
 
 
 @dataclass
@@ -43,6 +57,11 @@ class Faults:
         """Whether ``at`` falls in any window (widened by ``slack`` s after it ends)."""
         with self._lock:
             return any(w.start <= at < w.end + slack for w in self.windows)
+
+    def open_at(self, at: float, slack: float = 0.0) -> list[str]:
+        """The kinds of the windows ``at`` falls in (widened by ``slack`` s after they end)."""
+        with self._lock:
+            return sorted({w.kind for w in self.windows if w.start <= at < w.end + slack})
 
     def last_end(self) -> float | None:
         with self._lock:

@@ -8,8 +8,10 @@ Turn *k* answers the *k*-th model call, counted from the model turns in the requ
 placeholders are filled from the request's history with the lab's own replay code — so a
 request re-sent after a crash or by another worker gets the same answer.
 
-Like Gemini, a history where a model turn's function calls are not all answered by the next
-user turn is rejected with 400 (and counted: issue #23's "broken history after a crash").
+A capture that came back without a task id (the orchestrator failed) is asked for again, as
+a model would. Like Gemini, a history where a model turn's function calls are not all answered
+by the next user turn is rejected with 400 (and counted: issue #23's "broken history after a
+crash").
 Fault switches: ``gemini_503`` answers 503 UNAVAILABLE; ``gemini_hang`` holds the request for
 ``hang_s`` and then drops the connection without an answer (a transport error the client
 sees as it would a timeout; google-genai's own 120 s timeout is too long for the drill).
@@ -27,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from benchmarks.chaos_kit.faults import Faults
+from benchmarks.chaos_kit.faults import Faults, quiet_errors
 
 SCENARIO = "service-down"
 _TAG = re.compile(r"\[chaos-(\d+)\]")
@@ -67,14 +69,25 @@ def script_for(n: int, cleanup: bool = True) -> list[dict[str, Any]]:
         {"parts": [{"text": "Checking the API port from web-vm-01 itself."},
                    {"functionCall": {"name": "run_shell_cmd", "args": {
                        "command": first,
-                       "reasoning": "Endpoint: does api-vm-01 accept TCP 8080 from web-vm-01 (tests H1)."}}}]},
+                       "reasoning": "Endpoint: does api-vm-01 accept TCP 8080 from web-vm-01 "
+                                    "(tests H1)."}}}]},
         {"parts": [{"text": "Asking the API over HTTP from web-vm-01."},
                    {"functionCall": {"name": "run_shell_cmd", "args": {
                        "command": second,
-                       "reasoning": "Endpoint: what web-vm-01 gets on 10.1.3.4:8080 (tests H1)."}}}]},
+                       "reasoning": "Endpoint: what web-vm-01 gets on 10.1.3.4:8080 "
+                                    "(tests H1)."}}}]},
     ]
-    later = json.loads(json.dumps(turns[_INSERT_AT:]).replace("{{audit:3}}", "{{audit:5}}"))
+    later: list[dict[str, Any]] = json.loads(
+        json.dumps(turns[_INSERT_AT:]).replace("{{audit:3}}", "{{audit:5}}"))
     return turns[:_INSERT_AT] + inserted + later
+
+
+def _task_ids(response: Any) -> list[str]:
+    if not isinstance(response, dict):
+        return []
+    tasks: list[Any] = response["tasks"] if isinstance(response.get("tasks"), list) else []
+    return [str(t["task_id"]) for t in [response, *tasks]
+            if isinstance(t, dict) and t.get("task_id")]
 
 
 def broken_history(contents: list[dict[str, Any]]) -> str | None:
@@ -112,6 +125,7 @@ class ChaosGemini:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
+        quiet_errors(self._server)
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,),
                                         daemon=True, name="chaos-gemini")
 
@@ -141,7 +155,12 @@ class ChaosGemini:
             return self._reject(f"chaos-{n:02d}: {problem}")
         with self._lock:
             script = self.scripts.setdefault(n, script_for(n, self.cleanup))
-        index = sum(1 for c in contents if c.get("role") == "model")
+        # a capture the orchestrator could not create (no task id came back) is asked for
+        # again, as a model would: its failed attempts do not advance the script
+        failed = sum(1 for c in contents for p in c.get("parts") or []
+                     if (p.get("functionResponse") or {}).get("name") == "capture_traffic"
+                     and not _task_ids(p["functionResponse"].get("response")))
+        index = sum(1 for c in contents if c.get("role") == "model") - failed
         if index >= len(script):
             return self._reject(f"chaos-{n:02d}: model call {index + 1} but the script has "
                                 f"{len(script)} turns")

@@ -46,32 +46,7 @@ def install() -> None:
         create(self, spec)
 
     executor.LabExecutor.__call__ = traced_run  # type: ignore[method-assign]
-    if os.environ.get("CHAOS_SHIM_LAB_RCA"):
-        _shim_lab_rca()
     capture.LabCaptureBackend.create_capture = traced_create  # type: ignore[method-assign]
-
-
-def _shim_lab_rca() -> None:
-    """Development aid while bot/lab_wiring.py lags bot/chat/ports.py (``noted``): the drill
-    prints that it was used, and a run with it is not a run of the product as shipped."""
-    import inspect
-
-    from bot import lab_wiring
-
-    import dataclasses
-
-    if "noted" in inspect.signature(lab_wiring.LabMarkedPort.post_rca).parameters:
-        return
-
-    def post_rca(self: Any, thread: Any, filename: str, markdown: str, summary: Any,
-                 *, noted: Any = None) -> Any:
-        marked = dataclasses.replace(summary, root_cause=f"[{self.tag}] {summary.root_cause}")
-        note = lab_wiring.lab_rca_note(self.lab)
-        if not markdown.startswith(note):
-            markdown = note + markdown
-        return self.inner.post_rca(thread, f"lab-{filename}", markdown, marked, noted=noted)
-
-    lab_wiring.LabMarkedPort.post_rca = post_rca  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

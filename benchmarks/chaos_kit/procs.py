@@ -15,9 +15,15 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _now() -> str:
+    """UTC wall time as Ghost's log lines show it."""
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
 
 
 def rss_kb(pid: int, key: str = "VmRSS") -> int:
@@ -53,7 +59,7 @@ class Ghost:
             args += [] if self.with_worker else ["--no-worker"]
             args += ["--host", "127.0.0.1", "--port", str(self.port)]
         with self.log.open("ab") as err:
-            err.write(f"\n=== chaos: start {self.name} at {time.time():.3f} ===\n".encode())
+            err.write(f"\n=== chaos: start {self.name} at {_now()} ===\n".encode())
             err.flush()
             self.proc = subprocess.Popen(args, env=self.env, cwd=ROOT, stdin=subprocess.DEVNULL,
                                          stdout=err, stderr=err, start_new_session=True)
@@ -75,7 +81,7 @@ class Ghost:
             return
         self.sample()
         with self.log.open("ab") as err:
-            err.write(f"\n=== chaos: kill -9 {self.name} at {time.time():.3f} ===\n".encode())
+            err.write(f"\n=== chaos: kill -9 {self.name} at {_now()} ===\n".encode())
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -106,7 +112,8 @@ class Ghost:
                 return
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError(f"{self.name} did not answer /healthz in {timeout:.0f} s; see {self.log}")
+        raise RuntimeError(f"{self.name} did not answer /healthz in {timeout:.0f} s; "
+                           f"see {self.log}")
 
 
 class Sampler(threading.Thread):

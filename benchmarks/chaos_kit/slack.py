@@ -14,15 +14,15 @@ import json
 import re
 import threading
 import time
-from collections import Counter
 import urllib.error
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlencode
 
-from benchmarks.chaos_kit.faults import Faults
+from benchmarks.chaos_kit.faults import Faults, quiet_errors
 from tests.fakes.slack_api import Call, FakeSlack
 
 SECRET = "chaos-signing-secret"
@@ -35,6 +35,7 @@ class ChaosSlack(FakeSlack):
 
     def __init__(self, faults: Faults, channels: list[str], retry_after_s: int = 1) -> None:
         super().__init__(members={c: [REQUESTER, APPROVER] for c in channels})
+        quiet_errors(self._server)
         self.faults = faults
         self.retry_after_s = retry_after_s
         self.faulted: dict[str, int] = {"429": 0, "500": 0}
@@ -44,7 +45,10 @@ class ChaosSlack(FakeSlack):
         self._scanned = 0
 
     def _ok(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
-        answer = super()._ok(method, args)
+        try:
+            answer = super()._ok(method, args)
+        except KeyError as exc:  # a body cut short by a kill -9 of its sender
+            return {"ok": False, "error": "invalid_arguments", "missing": str(exc)}
         if method == "chat.postMessage" and answer.get("ok"):
             self.posted.append({**args, "ts": answer["ts"]})
         return answer
@@ -132,7 +136,7 @@ class SlackUsers:
         with self._lock:
             start = self._next
             self._next += 1
-        for attempt in range(len(self.bases) * 20):
+        for attempt in range(len(self.bases) * 60):  # ~30 s: a replica restarting
             replica = (start + attempt) % len(self.bases)
             request = urllib.request.Request(self.bases[replica] + "/slack/events",
                                              data=body.encode(), headers=headers)
@@ -147,7 +151,7 @@ class SlackUsers:
                 with self._lock:
                     self.refused += 1
                     self.refusals[f"{type(exc).__name__}: {exc}"[:80]] += 1
-                time.sleep(0.2)
+                time.sleep(0.25)
                 continue
             ms = (time.monotonic() - began) * 1000
             with self._lock:

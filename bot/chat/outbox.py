@@ -62,6 +62,8 @@ TRANSIENT_ERRORS = frozenset({
 
 #: ``(investigation, port, payload)`` → sends one item; raises when it did not arrive
 Sender = Callable[[Any, ChatPort, Mapping[str, Any]], None]
+#: a claimed item: its key, a copy of it, the claim's token
+Claim = tuple[str, dict[str, Any], str]
 
 
 class NothingSent(Exception):  # noqa: N818 - it says what happened, not that it is an error
@@ -141,6 +143,11 @@ class Outbox:
         if key is None:
             inv = self.store.get_investigation(session_id)
             key = message_key(kind, int((inv.state or {}).get("turn_count") or 0), payload)
+        self.store.change_conversation_ref(session_id, self._adder(kind, payload, key))
+        return key
+
+    def _adder(self, kind: str, payload: Mapping[str, Any], key: str
+               ) -> Callable[[dict[str, Any]], None]:
         item = {"kind": kind, "payload": dict(payload), "state": DUE, "attempts": 0,
                 "at": iso_utc(self.clock())}
 
@@ -151,15 +158,28 @@ class Outbox:
                 return
             box["next"] = int(box.get("next") or 0) + 1
             items[key] = {**item, "seq": box["next"]}
-
-        self.store.change_conversation_ref(session_id, add)
-        return key
+        return add
 
     def send(self, session_id: str, kind: str, payload: Mapping[str, Any],
              key: str | None = None) -> str:
-        """Record, then deliver what is due in this thread now (never raises)."""
-        key = self.owe(session_id, kind, payload, key)
-        self.deliver(session_id)
+        """Record, then deliver what is due in this thread now; a chat error is never raised
+        (it is retried). Recording and claiming the first item due are one transaction (the
+        common case: one post, two transactions in all)."""
+        inv = self.store.get_investigation(session_id)
+        if key is None:
+            key = message_key(kind, int((inv.state or {}).get("turn_count") or 0), payload)
+        if self.port_for(inv.platform) is None or not inv.channel_ref or not inv.thread_ref:
+            return self.owe(session_id, kind, payload, key)  # no thread yet: kept for later
+        add = self._adder(kind, payload, key)
+
+        def add_and_claim(ref: dict[str, Any]) -> Any:
+            add(ref)
+            return self._claim(ref)
+
+        # a database error propagates: unrecorded, the message would be lost silently
+        first = self.store.change_conversation_ref(session_id, add_and_claim)
+        if first is not None:  # else: backing off, or another process sends the first one
+            self._deliver(session_id, first)
         return key
 
     def items(self, session_id: str) -> dict[str, dict[str, Any]]:
@@ -175,6 +195,10 @@ class Outbox:
     # ------------------------------------------------------------------ delivering
     def deliver(self, session_id: str, limit: int = 50) -> int:
         """Send what is due in one thread, in order; how many arrived. Never raises."""
+        return self._deliver(session_id, None, limit)
+
+    def _deliver(self, session_id: str, claimed: Claim | None, limit: int = 50) -> int:
+        """``claimed``: the first item, when the caller claimed it already."""
         sent = 0
         try:
             inv = self.store.get_investigation(session_id)
@@ -182,19 +206,23 @@ class Outbox:
             if port is None or not inv.channel_ref or not inv.thread_ref:
                 return 0  # no thread yet: the root message comes first (open_thread)
             for _ in range(limit):
-                claimed = self.store.change_conversation_ref(session_id, self._claim)
+                if claimed is None:
+                    claimed = self.store.change_conversation_ref(session_id, self._claim)
                 if claimed is None:
                     break
-                state = self._send_one(session_id, port, *claimed)
+                state, more = self._send_one(session_id, port, *claimed)
+                claimed = None
                 if state == SENT:
                     sent += 1
                 elif state == DUE:
                     break  # transient: the rest waits behind it, keeping the thread's order
+                if not more:
+                    break
         except Exception:  # noqa: BLE001 - delivery is retried; it never stops the caller
             log.exception("could not deliver the messages owed to %s", session_id)
         return sent
 
-    def _claim(self, ref: dict[str, Any]) -> tuple[str, dict[str, Any], str] | None:
+    def _claim(self, ref: dict[str, Any]) -> Claim | None:
         items = ((ref.get(KEY) or {}).get("items") or {})
         open_ = sorted(((k, v) for k, v in items.items() if v.get("state") in (DUE, SENDING)),
                        key=lambda kv: int(kv[1].get("seq") or 0))
@@ -212,8 +240,9 @@ class Outbox:
         return key, dict(item), token
 
     def _send_one(self, session_id: str, port: ChatPort, key: str, item: dict[str, Any],
-                  token: str) -> str:
-        """Send one claimed item and record how it went; its new state."""
+                  token: str) -> tuple[str, bool]:
+        """Send one claimed item and record how it went; its new state, and whether more
+        items are open in the thread."""
         sender = self.senders.get(str(item["kind"]))
         error: BaseException | None = None
         if sender is None:
@@ -239,26 +268,25 @@ class Outbox:
                       type(error).__name__, error)
         at = self.clock()
 
-        def settle(ref: dict[str, Any]) -> None:
+        def settle(ref: dict[str, Any]) -> bool:
             box = ref.setdefault(KEY, {})
             items = box.setdefault("items", {})
             current = items.get(key)
             if current is None:
-                return
-            if state == SENT:  # the payload is not needed any more; the key stays
+                pass
+            elif state == SENT:  # the payload is not needed any more; the key stays
                 items[key] = {"kind": current["kind"], "seq": current["seq"], "state": SENT,
                               "attempts": attempts, "at": iso_utc(at)}
                 _trim(items)
-                return
-            if current.get("token") != token:
-                return  # taken over meanwhile; the new holder settles it
-            current.update(state=state, error=f"{type(error).__name__}: {error}"[:300])
-            current.pop("until", None)
-            if state == DUE:
-                current["not_before"] = iso_utc(at + timedelta(seconds=backoff(attempts)))
+            elif current.get("token") == token:  # else taken over; the new holder settles
+                current.update(state=state, error=f"{type(error).__name__}: {error}"[:300])
+                current.pop("until", None)
+                if state == DUE:
+                    current["not_before"] = iso_utc(at + timedelta(seconds=backoff(attempts)))
+            return any(v.get("state") in (DUE, SENDING) for v in items.values())
 
-        self.store.change_conversation_ref(session_id, settle)
-        return state
+        more = bool(self.store.change_conversation_ref(session_id, settle))
+        return state, more
 
     def port(self, port: ChatPort) -> ChatPort:
         """``port`` with its new posts recorded and delivered through this outbox."""

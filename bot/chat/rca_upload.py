@@ -51,9 +51,9 @@ class RcaUploads:
         The claim (``rca_upload`` = uploading, with a deadline) is a compare-and-set on the
         row; the port reports the file id before the step that puts it into the thread
         (``noted``), and the id and ``rca_posted`` are recorded after it. A failure before
-        that step (``NothingSent``) is retried with a backoff by itself (``reconcile_rca``);
+        that step (``NothingSent``) is retried with a backoff by itself (``reconcile``);
         a failure or a crash after it leaves it unknown whether the file arrived, which
-        ``reconcile_rca`` finds out once the claim's deadline passed (see docs/slack.md).
+        ``reconcile`` finds out once the claim's deadline passed (docs/reliability.md).
         """
         inv = self.store.get_investigation(session_id)
         port = self.port_for(inv.platform)

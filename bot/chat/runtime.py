@@ -371,6 +371,10 @@ class ChatRuntime:
             if self.post_rca_once(session_id):
                 return f"Uploaded the RCA of `{session_id}` into its thread again."
             raise NotWaiting(f"The RCA of `{session_id}` is being uploaded already.")
+        if inv.lease_owner and inv.lease_expires_at and inv.lease_expires_at > utc_now():
+            # a live worker holds it: "resuming" would mark its running command interrupted
+            raise NotWaiting(f"Investigation {session_id} is running: a Ghost worker is "
+                             "working on it right now, so there is nothing to resume.")
         if ((inv.conversation_ref or {}).get("root") or {}).get("state") == ROOT_REFUSED:
             self.store.change_conversation_ref(session_id, lambda ref: ref.__setitem__(
                 "root", {**ref["root"], "state": ROOT_PENDING}))  # invited since: post it now

@@ -40,19 +40,22 @@ class SlackPort:
                                                 blocks=blocks_, text=text)
         return str(response["ts"])
 
-    def _update(self, channel: str, ts: str, content: tuple[Any, str]) -> None:
+    def _update(self, channel: str, ts: str, content: tuple[Any, str], *,
+                wait: bool = True) -> None:
         """Edits have their own budget (chat.update's limit is not chat.postMessage's) and
-        are coalesced per message: the newest edit wins."""
+        are coalesced per message: the newest edit wins. ``wait=False`` hands the edit to the
+        pacer's background editor (status lines: the worker need not wait its turn)."""
         blocks_, text = content
         self.pacer.update(channel, ts, lambda: self.client.chat_update(
-            channel=channel, ts=ts, blocks=blocks_, text=text))
+            channel=channel, ts=ts, blocks=blocks_, text=text), wait=wait)
 
     def post_root(self, channel: str, view: StatusView) -> str:
         return self._post(channel, None, blocks.status_message(view))
 
     def update_status(self, thread: Thread, view: StatusView) -> None:
         if thread.channel_ref and thread.thread_ref:
-            self._update(thread.channel_ref, thread.thread_ref, blocks.status_message(view))
+            self._update(thread.channel_ref, thread.thread_ref, blocks.status_message(view),
+                         wait=False)
 
     def post_text(self, thread: Thread, text: str, *, notice: bool = False) -> None:
         content = blocks.notice_message(text) if notice else blocks.reasoning_message(text)

@@ -37,6 +37,7 @@ from core.safety.approval import (
 from core.safety.classify import classify
 from core.safety.executor import ExecError, ExecResult, Runner, run_argv
 from core.safety.files import DataFileError, read_data_file
+from core.safety.interrupted import close_interrupted, outcome_of, settle
 from core.safety.outcome import Outcome, child_environ, without_rc_files
 from core.safety.redact import redact
 from core.safety.responses import (
@@ -240,9 +241,10 @@ class SafeExecShell:
         if recorded:
             return self._recorded(str(recorded))
         if status == ST_EXECUTING:
-            finished = self._outcome_of(approval.approval_id)
+            finished = outcome_of(self.audit.audit_records(self.session_id),
+                                  approval.approval_id)
             if finished is not None:  # it ran; the process died before marking it executed
-                self._settle(approval, finished)
+                settle(self.approvals, approval, finished)
                 return response_from_record(finished)
         # executing with no recorded outcome: another process runs it now, or died doing so
         return outcome_unknown(approval)
@@ -253,51 +255,7 @@ class SafeExecShell:
         Returns the audit ids of the interruption records. The commands are not re-run: their
         effect is unknown, and the model is told so.
         """
-        records = self.audit.audit_records(self.session_id)
-        finished = {r.get("ref_audit_id") for r in records if r.get("kind") == "command"}
-        closed = []
-        for rec in records:
-            if rec.get("kind") != "command_started" or rec.get("audit_id") in finished:
-                continue
-            final = self.audit.append_audit(self.session_id, {
-                "kind": "command",
-                "command": rec.get("command"),
-                "reasoning": rec.get("reasoning"),
-                "classification": rec.get("classification"),
-                "tier": rec.get("tier"),
-                "rule": rec.get("rule"),
-                "classifier_version": rec.get("classifier_version"),
-                "action": rec.get("action"),
-                "actor": "ghost",
-                "status": "error",
-                "error": "interrupted",
-                "stderr": "Ghost stopped while this command was running; its outcome is "
-                          "unknown and it was not run again.",
-                "environment": rec.get("environment"),
-                "started_at": rec.get("started_at"),
-                "ref_audit_id": rec.get("audit_id"),
-                "details": rec.get("details"),
-            })
-            closed.append(str(final["audit_id"]))
-            records.append(final)
-        # an approved command whose outcome is recorded but whose request still says
-        # `executing` (the process died in between): the request gets that outcome
-        outcomes = {str((r.get("details") or {}).get("approval_id")): r for r in records
-                    if r.get("kind") == "command" and r.get("ref_audit_id")
-                    and (r.get("details") or {}).get("approval_id")}
-        for approval_id, outcome in outcomes.items():
-            current = self.approvals.get_approval(approval_id)
-            if current is not None and current.status == ST_EXECUTING:
-                self._settle(current, outcome)
-        return closed
-
-    def _settle(self, approval: ApprovalRecord, outcome: Mapping[str, Any]) -> None:
-        """Mark an ``executing`` request with the recorded outcome of its command."""
-        status = ST_INTERRUPTED if outcome.get("error") == "interrupted" else ST_EXECUTED
-        self.approvals.transition_approval(
-            approval.approval_id, approval.version,
-            {"status": status, "context": {**(approval.context or {}),
-                                           "audit_id": outcome["audit_id"]}})
+        return close_interrupted(self.session_id, self.audit, self.approvals)
 
     # ------------------------------------------------------------------- internals
     def _request_approval(
@@ -576,14 +534,6 @@ class SafeExecShell:
             "environment": environment_of(command),
         })
         return response_from_record(record)
-
-    def _outcome_of(self, approval_id: str) -> dict[str, Any] | None:
-        """The outcome record of the command run for this approval, if one was written."""
-        for record in reversed(self.audit.audit_records(self.session_id)):
-            if record.get("kind") == "command" and \
-                    (record.get("details") or {}).get("approval_id") == approval_id:
-                return dict(record)
-        return None
 
     def _recorded(self, audit_id: str) -> dict[str, Any]:
         for record in self.audit.audit_records(self.session_id):

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,7 @@ class _Approval:
     command: str
     status: str = "executed"
     decided_by: str | None = "UAPPROVER"
+    decided_at: datetime = datetime(2026, 11, 25, 15, 0, tzinfo=UTC)
 
 
 @dataclass
@@ -91,7 +93,7 @@ class _Store:
 
 def _ran(command: str, approval_id: str) -> dict[str, Any]:
     return {"kind": "command", "command": command, "action": "user_approved",
-            "approval_id": approval_id}
+            "details": {"approval_id": approval_id}}
 
 
 def test_the_accounting_catches_a_command_run_twice_and_one_never_run() -> None:
@@ -103,16 +105,21 @@ def test_the_accounting_catches_a_command_run_twice_and_one_never_run() -> None:
              {"kind": "command", "argv": ["az", "vm", "--scripts", "curl -sS -m 103 http://x/"]}]
     assert account.executed_once(started, store, trace).ok
     twice = account.executed_once(started, store, trace + trace[:1])
-    assert not twice.ok and "side effects 2" in twice.details[0]
+    assert not twice.ok and "ran 2 time(s) on the estate, 1 executed record" in twice.details[0]
+    store.approval_rows["s3"].append(_Approval("a0", first, status="approved"))
+    orphan = account.executed_once(started, store, trace)  # approved, never run, then re-asked
+    assert not orphan.ok and "approval a0 (approved" in orphan.details[0]
+    store.approval_rows["s3"].pop()
     store.records["s3"] = store.records["s3"][:1]
     never = account.executed_once(started, store, trace)
-    assert not never.ok and any("0 command record" in d for d in never.details)
+    assert not never.ok and any("0 executed record(s)" in d for d in never.details)
 
 
 def test_the_accounting_catches_a_duplicate_root_a_missing_card_and_a_second_rca() -> None:
     from benchmarks.chaos_kit.slack import ChaosSlack
 
-    slack = ChaosSlack(Faults(), ["C1"]).start()
+    slack = ChaosSlack(Faults(), ["C1"])
+    slack.start()
     try:
         def post(**args: Any) -> str:
             return str(slack._answer("chat.postMessage", {"channel": "C1", **args})[1]["ts"])
@@ -140,12 +147,12 @@ def test_the_accounting_catches_a_duplicate_root_a_missing_card_and_a_second_rca
 def test_a_tiny_drill_on_sqlite_with_one_kill_meets_every_target(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "chaos.py"), "--sqlite", "-n", "2",
-         "--channels", "2", "--faults", "kills", "--kill-every", "10", "--chaos-seconds", "14",
+         "--channels", "2", "--faults", "kills", "--kill-every", "5", "--chaos-seconds", "7",
          "--budget", "200", "--lease", "4"],
         cwd=ROOT, capture_output=True, text=True, timeout=400)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "ALL TARGETS MET" in out and "kills 1" in out, out
     assert "investigations completed / started: 2/2" in out
-    assert "RISKY probes 4/4 by the audit log, 4/4 by their side effects" in out
+    assert "RISKY probes 4/4 by the audit log, 4/4 match their side effects" in out
     assert "audit chains verified (`ghost audit verify`): 2/2" in out

@@ -94,7 +94,8 @@ class _Conversation:
                     self.emit(d, seq, ack, flags, w_, 0)
                     self.t += rng.choice([100_000, 2_000_000])
             elif r < 0.46:  # fill the peer's advertised window exactly
-                shift = scale[o] if scale[o] is not None and scale[d] is not None else 0
+                so = scale[o]
+                shift = so if so is not None and scale[d] is not None else 0
                 plen = ((ack_of[o] + (win[o] << shift)) - seq) & 0xFFFFFFFF
                 if plen > 3000 or plen == 0:
                     plen = 10

@@ -115,6 +115,29 @@ def test_gemini_overloaded_says_to_resume_when_it_answers(slack: SlackHarness,
         f"`/ghost resume {inv.session_id}`" in said
 
 
+def test_resume_leaves_an_investigation_a_live_worker_holds_alone(
+        slack: SlackHarness, fake_gemini: Any) -> None:
+    """/ghost resume while a worker holds the lease would close that worker's running command
+    as "interrupted" beside its real outcome: it is refused, and nothing changes."""
+    from tests.fakes.gemini_server import error_response
+
+    engine = slack.services.runtime.engine
+    engine.sleep = lambda _s: None
+    fake_gemini.enqueue(*[error_response(503, "overloaded")] * (engine.retries + 1))
+    inv = start(slack)
+    fake_gemini.clear_failures()
+    assert slack.store.take_lease(inv.session_id, "worker-elsewhere", lease_seconds=60)
+    before = slack.store.get_investigation(inv.session_id)
+    slack.slash(f"resume {inv.session_id}")
+    said = slack.fake.called("response_url")[-1].args["text"]
+    assert "a Ghost worker is working on it right now" in said
+    after = slack.store.get_investigation(inv.session_id)
+    assert after.status == before.status == "failed" and after.state == before.state
+    slack.store.release_lease(inv.session_id, "worker-elsewhere")
+    slack.slash(f"resume {inv.session_id}")
+    assert "Resuming" in slack.fake.called("response_url")[-1].args["text"]
+
+
 def test_slash_help_list_status_cancel(slack: SlackHarness, fake_gemini: Any) -> None:
     assert "/ghost investigate" in slack.slash("help").body
     slack.slash("list")
