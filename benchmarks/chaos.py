@@ -420,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     def on_term(_sig: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, on_term)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # SIGINT too: a shell
+        signal.signal(sig, on_term)  # starting the drill in the background ignores it
     try:
         return drill.run()
     except KeyboardInterrupt:

@@ -202,6 +202,14 @@ class LabMarkedPort:
     def tell(self, channel: str, user: str, text: str, thread_ref: str | None = None) -> None:
         self.inner.tell(channel, user, f"{self.tag} · {text}", thread_ref)
 
+    def keyed(self, key: str, *, check: bool = False) -> Any:
+        """The inner port's keyed posts (``bot.chat.ports.KeyedPosts``), still marked as a lab
+        run; without this the attribute fall-through below would hand back an unmarked port."""
+        keyed = getattr(self.inner, "keyed", None)
+        if not callable(keyed):
+            return self
+        return LabMarkedPort(keyed(key, check=check), self.lab)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

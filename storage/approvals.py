@@ -65,7 +65,15 @@ class ApprovalRepo:
     db: Database
     clock: Callable[[], datetime]
 
-    def create_approval(self, session_id: str, **values: Any) -> ApprovalView:
+    def create_approval(self, session_id: str, *, requested: Mapping[str, Any] | None = None,
+                        **values: Any) -> ApprovalView:
+        """Store a request; with ``requested``, its ``approval requested`` audit record too.
+
+        The row and the record are one transaction: a process killed in between used to leave
+        a request (and its chat card) that no audit record named, which the next holder did not
+        recognise as its call's, so it asked again (issue #23, F1). The investigation row is
+        locked first, as every audit append does.
+        """
         self.db.ensure_ready()
         row = Approval(
             approval_id=values.pop("approval_id", None) or uuid.uuid4().hex,
@@ -76,7 +84,13 @@ class ApprovalRepo:
             **values,
         )
         with self.db.session() as s, s.begin():
+            if requested is not None:
+                s.get(Investigation, session_id, with_for_update=True)  # lock order: inv first
             s.add(row)
+            if requested is not None:
+                s.flush()
+                details = {"approval_id": row.approval_id, **(requested.get("details") or {})}
+                append_in(s, session_id, {**requested, "details": details}, self.clock())
         return _view(row)
 
     def get_approval(self, approval_id: str) -> ApprovalView | None:

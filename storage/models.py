@@ -162,6 +162,21 @@ class TaskEvent(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class TaskId(Base):
+    """A task id taken by an investigation, before its first task record is written.
+
+    The primary key is the uniqueness check: two processes creating a capture of the same VM
+    in the same second both try to insert the id, and the second one gets an IntegrityError
+    and takes the next suffix (``_2``…), instead of both writing a CREATED record for one id.
+    """
+
+    __tablename__ = "task_ids"
+
+    task_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(128))
+    reserved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class Lease(Base):
     """A named lease for periodic jobs shared by several processes (APScheduler can't)."""
 

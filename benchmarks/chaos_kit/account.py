@@ -24,6 +24,8 @@ class Started:
     channel: str
     session_id: str | None
     acked_at: float
+    #: the HTTP status of the ack (0: no replica answered)
+    status: int = 200
 
 
 def from_database(store: Any, requested: list[Started]) -> tuple[list[Started], list[str]]:
@@ -38,7 +40,8 @@ def from_database(store: Any, requested: list[Started]) -> tuple[list[Started], 
     known = {s.session_id for s in found}
     lost = [f"chaos-{r.n:02d}: acked with {r.session_id}, but there is no such investigation"
             for r in requested if r.session_id and r.session_id not in known]
-    lost += [f"chaos-{r.n:02d}: no replica acked the slash command within 30 s"
+    lost += [f"chaos-{r.n:02d}: the slash command was answered HTTP {r.status}, no session id"
+             if r.status else f"chaos-{r.n:02d}: no replica answered the slash command in 30 s"
              for r in requested if r.session_id is None]
     return sorted(found, key=lambda s: (s.n, s.session_id or "")), lost
 

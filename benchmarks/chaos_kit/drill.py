@@ -35,7 +35,7 @@ class Requester(threading.Thread):
             channel = self.channels[n % len(self.channels)]
             status, body = self.users.slash(channel, f"investigate {SYMPTOM} [chaos-{n:02d}]")
             self.started.append(Started(n, channel, session_in(body) if status == 200 else None,
-                                        time.monotonic()))
+                                        time.monotonic(), status))
             self.halt.wait(self.every_s)
 
 

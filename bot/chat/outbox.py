@@ -15,8 +15,14 @@ the same time. A transient error (HTTP 5xx, 429 after the client's retries, a dr
 connection) puts the item back with a backoff; the thread's later items wait behind it, so the
 thread keeps its order. A definite refusal (``not_in_channel``, ``invalid_blocks``...) is
 recorded as ``dead`` with the error and logged; the items after it go on. None of it ever fails
-the investigation. A claim whose process died is taken over after its deadline: the one window
-in which a message can appear twice is a kill between the platform's answer and the record.
+the investigation. A claim whose process died is taken over after its deadline.
+
+Exactly once on Slack: each post carries its outbox key in its message metadata, and an item
+whose earlier attempt may have arrived (its claim lapsed: the sender died between Slack's
+answer and the ``sent`` record; or it failed with a 5xx or a timeout) is first looked up in
+the thread by that key: found, it is recorded as sent with that message, not posted again
+(``KeyedPosts``). A port without keys (Teams), or a look-up that fails, posts again: there a
+kill between the platform's answer and the record can still show a message twice.
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from bot.chat.content import (
     ApprovalCard,
@@ -38,7 +45,7 @@ from bot.chat.content import (
     RcaSummary,
     StatusView,
 )
-from bot.chat.ports import ChatPort, Thread
+from bot.chat.ports import ChatPort, KeyedPosts, Thread
 from core.session_state import iso_utc, utc_now
 
 log = logging.getLogger(__name__)
@@ -52,6 +59,8 @@ BACKOFF_S = (2.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0)
 MAX_ATTEMPTS = 40
 #: sent items whose keys are kept (a re-run of a step must not post them again)
 KEEP_SENT = 300
+#: seconds between tries of recording ``sent`` when the database fails right after a post
+SETTLE_RETRY_S = (0.5, 2.0)
 
 DUE, SENDING, SENT, DEAD = "due", "sending", "sent", "dead"
 
@@ -234,6 +243,8 @@ class Outbox:
             return None
         if item["state"] == SENDING and str(item.get("until") or "") > now:
             return None  # another process is sending it right now
+        if item["state"] == SENDING:
+            item["unsure"] = True  # its sender died (or hung) after it may have posted it
         token = uuid.uuid4().hex
         item.update(state=SENDING, token=token, attempts=int(item.get("attempts") or 0) + 1,
                     until=iso_utc(self.clock() + timedelta(seconds=CLAIM_S)))
@@ -249,7 +260,8 @@ class Outbox:
             error = LookupError(f"no sender for {item['kind']!r} messages")
         else:
             try:
-                sender(self.store.get_investigation(session_id), port, item["payload"])
+                sender(self.store.get_investigation(session_id),
+                       keyed_port(port, key, bool(item.get("unsure"))), item["payload"])
             except Exception as exc:  # noqa: BLE001 - classified below
                 error = exc
         attempts = int(item["attempts"])
@@ -280,17 +292,52 @@ class Outbox:
                 _trim(items)
             elif current.get("token") == token:  # else taken over; the new holder settles
                 current.update(state=state, error=f"{type(error).__name__}: {error}"[:300])
+                if state == DUE and error is not None and not nothing_sent(error):
+                    current["unsure"] = True  # a 5xx or a timeout: it may be in the thread
                 current.pop("until", None)
                 if state == DUE:
                     current["not_before"] = iso_utc(at + timedelta(seconds=backoff(attempts)))
             return any(v.get("state") in (DUE, SENDING) for v in items.values())
 
-        more = bool(self.store.change_conversation_ref(session_id, settle))
-        return state, more
+        return state, bool(self._settle(session_id, settle, state))
+
+    def _settle(self, session_id: str, settle: Callable[[dict[str, Any]], bool],
+                state: str) -> bool:
+        """Record how the send went, right after the platform's answer. A database error
+        when recording ``sent`` is tried again at once (a duplicate post is what it would
+        cost); it still propagates after that (the claim lapses, the look-up finds it)."""
+        for wait in (*SETTLE_RETRY_S, None):
+            try:
+                return bool(self.store.change_conversation_ref(session_id, settle))
+            except Exception:
+                if state != SENT or wait is None:
+                    raise
+                log.warning("could not record a message of %s as sent; trying again in "
+                            "%.1fs", session_id, wait, exc_info=True)
+                time.sleep(wait)
+        raise AssertionError("unreachable")
 
     def port(self, port: ChatPort) -> ChatPort:
         """``port`` with its new posts recorded and delivered through this outbox."""
         return OwedPort(self, port)
+
+
+def nothing_sent(exc: BaseException) -> bool:
+    """Whether the failed post certainly did not reach the thread (a 429, a refusal before
+    the post): then a retry need not look for it first."""
+    if isinstance(exc, NothingSent) or http_status(exc) == 429:
+        return True
+    getter = getattr(getattr(exc, "response", None), "get", None)
+    return callable(getter) and str(getter("error") or "") in ("ratelimited", "rate_limited")
+
+
+def keyed_port(port: ChatPort, key: str, check: bool) -> ChatPort:
+    """``port`` with its posts carrying the outbox key (and, with ``check``, looking for it
+    first) when the platform can (``KeyedPosts``); else ``port`` as it is."""
+    keyed = getattr(port, "keyed", None)
+    if not callable(keyed):
+        return port
+    return cast(KeyedPosts, port).keyed(key, check=check)
 
 
 def owes(inv: Any) -> bool:

@@ -75,6 +75,20 @@ class ChatPort(Protocol):
         ...
 
 
+class KeyedPosts(Protocol):
+    """What a port offers when the platform can find a message again by a key it carries
+    (Slack: message metadata, read back with ``conversations.replies``). Optional: the
+    outbox uses it when a port has ``keyed``; a port without it (Teams) posts as before."""
+
+    def keyed(self, key: str, *, check: bool = False) -> ChatPort:
+        """The port, with the thread posts it makes carrying ``key``. With ``check`` (an
+        earlier attempt may have arrived: its claim lapsed, or it failed with a 5xx or a
+        timeout), a post first looks for a message with ``key`` in the thread (a root: in
+        the channel) and returns that one instead of posting again; when the look-up fails
+        it posts (and logs)."""
+        ...
+
+
 class Directory(Protocol):
     """Who is who: channel membership and user groups, for the approval rules."""
 

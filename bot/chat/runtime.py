@@ -26,7 +26,7 @@ from bot.chat.content import (
 )
 from bot.chat.notifier import ChatNotifier, InvestigationCancelled
 from bot.chat.orphans import OrphanDesk
-from bot.chat.outbox import owes
+from bot.chat.outbox import keyed_port, owes
 from bot.chat.ports import ChatPort
 from bot.chat.prompts import (
     CANCELLED,
@@ -145,8 +145,15 @@ class ChatRuntime:
         (``deliver_due``), orphan cleanups whose
         approval was decided but not continued (the clicking process died, or it expired),
         and mentions acked but not acted on (``answer_mention``)."""
-        count = self.deliver_due(now)
         stale = iso_utc(now - timedelta(seconds=30))
+        for inv in self.store.list_investigations(statuses=("awaiting_user",), limit=200):
+            # a kill between the engine's save and ``after_advance`` left the prompt unowed
+            # (nobody advances a waiting investigation): owe it now, once
+            # (the same key as the holder's, so a race with a live holder owes it once)
+            phase = str((inv.engine_state or {}).get("phase") or "")
+            if phase in PHASES and not (inv.conversation_ref or {}).get("queued_instructions"):
+                self._owe_prompt(inv, phase)
+        count = self.deliver_due(now)
         for inv in self.store.list_investigations(limit=200):
             if ((inv.conversation_ref or {}).get("orphans") or {}).get("waiting"):
                 count += self.orphans.continue_waiting(inv.session_id)
@@ -188,7 +195,8 @@ class ChatRuntime:
         The claim (``root.state`` pending → posting) and the record (``record_root``, which
         keeps the first thread) are compare-and-sets on the row; only the lease holder posts.
         A holder killed between Slack's answer and the record leaves ``posting``: the next
-        holder posts again (the one window in which a second root can appear, docs/slack.md).
+        holder first looks for a root carrying the investigation's key (Slack message
+        metadata) and keeps it; only when Slack cannot say does it post again.
         """
         inv = self.store.get_investigation(session_id)
         root = (inv.conversation_ref or {}).get("root") or {}
@@ -207,6 +215,8 @@ class ChatRuntime:
 
         if not self.store.change_conversation_ref(session_id, claim):
             return
+        # a holder killed mid-post left "posting": look for its root before posting another
+        port = keyed_port(port, f"root:{session_id}", root.get("state") == ROOT_POSTING)
         try:
             ts = port.post_root(str(inv.channel_ref), status_view(inv))
         except Exception as exc:  # noqa: BLE001 - refused for good, or try again later
@@ -427,16 +437,28 @@ class ChatRuntime:
                 self.kick()
                 return
         if outcome.kind in PHASES:
-            key = f"{outcome.kind}:{int(inv.state.get('turn_count') or 0)}"
-            if ref.get("prompted") != key and answer_of(inv, key) is None:
-                max_turns = int((inv.engine_state or {}).get("max_turns") or 50)
-                asked = len(entry(inv, key).get("refs") or [])  # resume asks again
-                self.outbox.owe(session_id, "prompt", {"key": key, "max_turns": max_turns},
-                                key=f"prompt:{key}:{asked}")
+            self._owe_prompt(inv, outcome.kind)
         elif outcome.kind == "completed":
             self.post_rca_once(session_id)
         self.deliver(session_id)
         self.notifier.refresh_status(session_id)
+
+    def _owe_prompt(self, inv: Any, kind: str) -> bool:
+        """Owe the thread the Continue / Done (or Extend / Generate RCA) prompt of this
+        phase unless it was posted, answered or is owed already; True when it is owed now."""
+        key = f"{kind}:{int(inv.state.get('turn_count') or 0)}"
+        ref = inv.conversation_ref or {}
+        if ref.get("prompted") == key or answer_of(inv, key) is not None:
+            return False
+        owed = ((ref.get("outbox") or {}).get("items") or {})
+        if any(str(k).startswith(f"prompt:{key}:") and v.get("state") != "sent"
+               for k, v in owed.items()):
+            return False
+        max_turns = int((inv.engine_state or {}).get("max_turns") or 50)
+        asked = len(entry(inv, key).get("refs") or [])  # resume asks again
+        self.outbox.owe(inv.session_id, "prompt", {"key": key, "max_turns": max_turns},
+                        key=f"prompt:{key}:{asked}")
+        return True
 
     def _send_prompt(self, inv: Any, port: ChatPort, payload: Any) -> None:
         """The outbox's sender for Continue / Done (Extend / Generate RCA) prompts."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
 
 from bot.chat.content import (
     ApprovalCard,
@@ -21,9 +23,14 @@ from bot.chat.orphans import OrphanReport
 from bot.chat.outbox import NothingSent, transient
 from bot.chat.ports import Thread
 from bot.slack import blocks
-from bot.slack.client import Pacer
+from bot.slack.client import Pacer, ServerErrorRetry
 
 log = logging.getLogger(__name__)
+
+#: the ``event_type`` of the message metadata that carries an outbox key (``keyed``)
+OUTBOX_EVENT = "ghost_outbox"
+#: how many pages of ``conversations.replies`` a look-up reads before it gives up (200 each)
+LOOKUP_PAGES = 10
 
 
 class SlackPort:
@@ -32,13 +39,72 @@ class SlackPort:
     def __init__(self, client: WebClient, pacer: Pacer | None = None) -> None:
         self.client = client
         self.pacer = pacer or Pacer()
+        #: set on the copy ``keyed`` returns: the outbox key its thread posts carry
+        self.key: str | None = None
+        self.check = False
+
+    def keyed(self, key: str, *, check: bool = False) -> SlackPort:
+        """This port, with its posts carrying ``key`` in their message metadata; with
+        ``check``, a post first looks for a message with that key in the thread (a root: in
+        the channel's recent history) and returns it instead of posting again
+        (``bot.chat.ports.KeyedPosts``)."""
+        view = copy.copy(self)  # the same client and pacer
+        view.key, view.check = key, check
+        return view
 
     def _post(self, channel: str, thread: str | None, content: tuple[Any, str]) -> str:
+        if self.key is not None and self.check:
+            found = self.posted(channel, thread, self.key)
+            if found is not None:
+                log.info("the %s message was already in %s (ts %s); not posted again",
+                         self.key, thread or channel, found)
+                return found
         self.pacer.wait(channel, kind="root" if thread is None else "post")
         blocks_, text = content
-        response = self.client.chat_postMessage(channel=channel, thread_ts=thread,
-                                                blocks=blocks_, text=text)
+        metadata = None if self.key is None else {
+            "event_type": OUTBOX_EVENT, "event_payload": {"key": self.key}}
+        client = self.client if self.key is None else _without_blind_retries(self.client)
+        response = client.chat_postMessage(channel=channel, thread_ts=thread,
+                                           blocks=blocks_, text=text, metadata=metadata)
         return str(response["ts"])
+
+    def posted(self, channel: str, thread: str | None, key: str) -> str | None:
+        """The ts of the thread's message (``thread`` None: the channel's, newest first)
+        whose metadata carries ``key``; None when there is none, or when Slack cannot say
+        (logged: the caller posts, a duplicate beats a loss). Needs ``channels:history`` /
+        ``groups:history``; Tier 3 (50+ a minute), asked only when an earlier attempt may
+        have arrived, so it is not paced."""
+        cursor: str | None = None
+        try:
+            for _ in range(LOOKUP_PAGES):
+                if thread is None:
+                    page = self.client.conversations_history(
+                        channel=channel, include_all_metadata=True, limit=200, cursor=cursor)
+                else:
+                    page = self.client.conversations_replies(
+                        channel=channel, ts=thread, include_all_metadata=True, limit=200,
+                        cursor=cursor)
+                for message in page.get("messages") or []:
+                    meta = message.get("metadata") or {}
+                    if (meta.get("event_type") == OUTBOX_EVENT
+                            and (meta.get("event_payload") or {}).get("key") == key):
+                        return str(message["ts"])
+                cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+                if not cursor:
+                    return None
+        except SlackApiError as exc:
+            log.warning("could not look for the %s message in %s (%s); posting it "
+                        "(it may appear twice)", key, thread or channel,
+                        exc.response.get("error"))
+            return None
+        except Exception as exc:  # noqa: BLE001 - posting beats losing the message
+            log.warning("could not look for the %s message in %s (%s: %s); posting "
+                        "it (it may appear twice)", key, thread or channel, type(exc).__name__,
+                        exc)
+            return None
+        log.warning("%s is longer than %d pages; the %s message was not found there",
+                    thread or channel, LOOKUP_PAGES, key)
+        return None
 
     def _update(self, channel: str, ts: str, content: tuple[Any, str], *,
                 wait: bool = True) -> None:
@@ -151,6 +217,17 @@ class SlackPort:
                                            text=blocks.mentions(text))
         except SlackApiError as exc:  # e.g. the bot is not in the channel: log, do not fail
             log.warning("could not tell %s in %s: %s", user, channel, exc.response.get("error"))
+
+
+def _without_blind_retries(client: WebClient) -> WebClient:
+    """``client`` without its retries of a 5xx or a dropped connection: Slack may have
+    stored the post before failing, and the client's blind retry would show it twice. A
+    keyed post leaves those to the outbox, which looks for the key before it posts again;
+    429 retries stay (a rate-limited post was not stored)."""
+    view = copy.copy(client)  # per post: a test's patch of the client's method is kept
+    view.retry_handlers = [h for h in client.retry_handlers or []
+                           if not isinstance(h, (ServerErrorRetry, ConnectionErrorRetryHandler))]
+    return view
 
 
 class SlackDirectory:

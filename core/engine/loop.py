@@ -29,7 +29,12 @@ from core.engine.brain import Brain, BrainError, ModelReply
 from core.engine.history import rebuild, stored_response, user_text
 from core.engine.ports import EngineStore, Notifier, NullNotifier, Orchestrator, Shell
 from core.engine.prompt import build_system_prompt
-from core.engine.recovery import check_history, recover_in_flight
+from core.engine.recovery import (
+    check_history,
+    close_dangling,
+    recover_in_flight,
+    unanswered_task,
+)
 from core.engine.tools import TOOL_DECLARATIONS
 from core.engine.usage import recorded, usage_line
 from core.errors import ConcurrentUpdate, GhostError
@@ -193,7 +198,8 @@ class Engine:
                 return Outcome("turn_limit")
             elif phase == "rca":
                 return self._generate_rca(held, state, engine)
-            else:  # done
+            else:  # done (a holder may have died before closing what was left open)
+                self._close_dangling(session_id)
                 return Outcome("completed", rca_markdown=None,
                                rca_path=state.get("rca_report_path"), already_done=True)
 
@@ -338,6 +344,10 @@ class Engine:
                 # the step that waited continues inside check_task once the decision is in
                 return orchestrator.orchestrate({"intent": "check_task",
                                                  "task_id": waiting["task_id"]})
+            adopted = (unanswered_task(self.store, sid, args.get("target"))
+                       if name == "capture_traffic" else None)
+            if adopted:  # a dead process created it for this very call: continue it
+                return orchestrator.orchestrate({"intent": "check_task", "task_id": adopted})
             return orchestrator.orchestrate(orchestrator_request(name, args))
         return {"status": "error", "error": "unknown_tool", "tool": name,
                 "message": f"There is no tool named {name!r}. The tools are: "
@@ -397,8 +407,12 @@ class Engine:
                          "recommended_actions": list(report.recommended_actions),
                          "duration_s": duration}
         self._save(held, state, engine, status="completed", rca_markdown=report.markdown)
+        self._close_dangling(sid)
         return Outcome("completed", rca_markdown=report.markdown, rca_path=path,
                        rca_error=error)
+
+    def _close_dangling(self, sid: str) -> None:
+        close_dangling(self.store, self.shell_for(sid), sid)
 
     # ------------------------------------------------------------------ helpers
     def _engine(self, inv: Any) -> dict[str, Any]:

@@ -6,11 +6,15 @@ before it started). A process that takes an investigation over finds that mark a
 the logs what became of the call, so that every call gets exactly one response:
 
 - no record of it: it never started, and runs now (SAFE) or is asked for approval (RISKY);
-- an approval request for it: that request is waited on (or its decision carried out);
+- an approval request for it: that request is waited on (or its decision carried out); a request
+  the dead process stored without the rest (or whose only record is the engineer's decision) is
+  found by the shell by its command and adopted, never asked a second time;
 - a started command with no outcome: ``recover_interrupted`` closed it as ``interrupted`` (its
   outcome is unknown and it is not run again), and that record is the response;
 - an outcome: that is the response (the command is not run again);
-- a capture whose task was created: the task is checked instead of a second capture started.
+- a capture whose task was created: the task is checked instead of a second capture started;
+  that task is also found without the mark (:func:`unanswered_task`): an active task of this
+  investigation for the same target that no stored response mentions.
 
 Gemini rejects a conversation in which a function call has no response; :func:`check_history`
 is run on the stored turns before every model call, so such a conversation is never sent.
@@ -100,12 +104,13 @@ def recover_in_flight(store: EngineStore, sid: str, shell: Shell,
     outcomes = [r for r in newer if r.get("kind") == "command"]
     if outcomes:
         return response_from_record(outcomes[-1])
-    requested = [r for r in newer if r.get("kind") == "approval"
-                 and r.get("status") == "requested"]
-    if requested:
-        approval_id = str((requested[-1].get("details") or {}).get("approval_id"))
-        return shell.resume(approval_id)
-    return None
+    # any record of its request: `requested`, or only the engineer's decision when an older
+    # process stored the request without its record (issue #23, F1)
+    asked = [r for r in newer if r.get("kind") == "approval"
+             and (r.get("details") or {}).get("approval_id")]
+    if asked:
+        return shell.resume(str((asked[-1].get("details") or {}).get("approval_id")))
+    return None  # never asked, or asked with no record: the shell adopts such a request
 
 
 def _recover_capture(store: EngineStore, sid: str, orchestrator_for: Callable[[], Orchestrator],
@@ -126,3 +131,67 @@ def _recover_capture(store: EngineStore, sid: str, orchestrator_for: Callable[[]
     if not created:
         return None
     return orchestrator_for().orchestrate({"intent": "check_task", "task_id": created[0]})
+
+
+#: task states in which a capture still has work to do (core.orchestrator.model.ACTIVE)
+_ACTIVE_TASK_STATES = frozenset({"CREATED", "DETECTING", "APPROVED", "PROVISIONING", "WAITING",
+                                 "DOWNLOADING", "ANALYZING"})
+
+
+def unanswered_task(store: EngineStore, sid: str, target: object) -> str | None:
+    """The task a dead process created for a ``capture_traffic`` call it never answered.
+
+    An active task of this investigation, for (one of) the call's targets, that no stored
+    function response names: the model never learned of it, so a capture call for that target
+    is that same call again (issue #23, F1 b). It is continued, never a second task created.
+    """
+    # one target, or two for a dual-end capture ("vm-a to vm-b"; the orchestrator's syntax)
+    targets = {t.strip() for t in str(target or "").split(" to ") if t.strip()}
+    if not targets:
+        return None
+    latest: dict[str, Mapping[str, Any]] = {}
+    for record in store.task_events(sid):
+        task_id = str(record.get("task_id") or "")
+        if task_id:
+            latest[task_id] = record
+    told: set[str] = set()
+    for turn in store.turns(sid):
+        _task_ids(_responses(turn.get("content") or {}), told)
+    for task_id, task in latest.items():
+        if task.get("state") in _ACTIVE_TASK_STATES and task.get("target") in targets \
+                and task.get("pair_role") != "destination" and task_id not in told:
+            return task_id
+    return None
+
+
+def _task_ids(value: object, into: set[str]) -> None:
+    """Every ``task_id`` named anywhere in a response (tasks, paired tasks, lists)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if key == "task_id" and isinstance(item, str):
+                into.add(item)
+            else:
+                _task_ids(item, into)
+    elif isinstance(value, list):
+        for item in value:
+            _task_ids(item, into)
+
+
+def waited_on(store: EngineStore, sid: str) -> frozenset[str]:
+    """Approval ids a capture task's step still waits on (its newest record says so)."""
+    latest: dict[str, Mapping[str, Any]] = {}
+    for record in store.task_events(sid):
+        latest[str(record.get("task_id") or "")] = record
+    return frozenset(str(step["approval_id"]) for task in latest.values()
+                     if isinstance(step := task.get("pending_step"), Mapping)
+                     and step.get("approval_id"))
+
+
+def close_dangling(store: EngineStore, shell: Shell, sid: str) -> None:
+    """The investigation is over: a request still pending or approved will never run (a dead
+    process's, say); it is closed with a reason and an audit record, never left hanging. A
+    capture task's step still waiting on its request keeps it (a cleanup, say)."""
+    close = getattr(shell, "close_dangling", None)  # the Safe-Exec Shell's; fakes have none
+    if callable(close):
+        close("The investigation ended before this request was carried out; it will not run.",
+              keep=waited_on(store, sid))

@@ -153,8 +153,9 @@ class CloudOrchestrator:
         now = self.clock()
         tasks: list[Task] = []
         for target in targets:
-            task_id = self._unique_id(make_task_id(self.config.capture_name_prefix, target,
-                                                   now), {t["task_id"] for t in tasks})
+            task_id = self.registry.reserve(make_task_id(self.config.capture_name_prefix,
+                                                         target, now),
+                                            {t["task_id"] for t in tasks})
             task = new_task(task_id=task_id, session_id=self.session_id, target=target,
                             parameters=params, context=context, config=self.config, now=now)
             task["storage_auth_mode"] = used_mode
@@ -176,13 +177,6 @@ class CloudOrchestrator:
             return responses[0]
         return {**responses[0], "tasks": responses,
                 "message": f"Dual-end capture: {messages[0]} | {messages[1]}"}
-
-    def _unique_id(self, task_id: str, taken: set[str]) -> str:
-        candidate, n = task_id, 1
-        while candidate in taken or self.registry.load(candidate) is not None:
-            n += 1
-            candidate = f"{task_id}_{n}"
-        return candidate
 
     # ------------------------------------------------------------ cancel and cleanup
     def _cancel(self, task: Task) -> dict[str, Any]:
@@ -247,8 +241,8 @@ class CloudOrchestrator:
             return error_response("nothing_to_clean", "The report lists no untracked captures "
                                   "or stale files.")
         now = self.clock()
-        task_id = self._unique_id(make_task_id(self.config.capture_name_prefix,
-                                               target_short_name("orphans"), now), set())
+        task_id = self.registry.reserve(make_task_id(self.config.capture_name_prefix,
+                                                     target_short_name("orphans"), now))
         task = new_task(task_id=task_id, session_id=self.session_id, target="orphans",
                         parameters={"resource_group": "-", "storage_account": "-"},
                         context="Startup cleanup", config=self.config, now=now)

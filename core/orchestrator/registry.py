@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
+from collections.abc import Collection
+from typing import Any, Protocol, runtime_checkable
 
 from core.orchestrator.records import Task
 from core.ports import TaskLog
 
 log = logging.getLogger("ghost.orchestrator")
+
+
+@runtime_checkable
+class TaskIdReserver(Protocol):
+    """A task log that can take a task id atomically (the SQL store: ``task_ids``)."""
+
+    def reserve_task_id(self, session_id: str, base: str, *,
+                        avoid: Collection[str] = ()) -> str: ...
 
 
 class TaskRegistry:
@@ -37,6 +46,26 @@ class TaskRegistry:
             self._unsaved[str(task["task_id"])] = snapshot
             return
         self._unsaved.pop(str(task["task_id"]), None)
+
+    def reserve(self, base: str, avoid: Collection[str] = ()) -> str:
+        """A task id no other task has or will get: ``base``, else ``base_2``, ``base_3``…
+
+        Several processes create tasks in one database (two engineers investigating the same
+        VM in the same second), so "is it free?" then "write it" is not enough: the store
+        reserves the id in one insert. A log that cannot (a stand-in) or a database that is
+        down gets the check against what is readable, as before, with the error logged.
+        """
+        if isinstance(self.tasks, TaskIdReserver):
+            try:
+                return self.tasks.reserve_task_id(self.session_id, base, avoid=avoid)
+            except Exception as exc:  # noqa: BLE001 - the spec: a registry failure is not fatal
+                log.error("task id reservation failed for %s: %s; checking what is readable "
+                          "instead, so another process may pick the same id", base, exc)
+        candidate, n = base, 1
+        while candidate in avoid or self.load(candidate) is not None:
+            n += 1
+            candidate = f"{base}_{n}"
+        return candidate
 
     def load(self, task_id: str) -> Task | None:
         """The newest record of ``task_id``: this session first, then any session.

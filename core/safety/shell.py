@@ -67,7 +67,15 @@ ST_INTERRUPTED = "interrupted"
 
 
 class ShellApprovals(ApprovalStore, Protocol):
-    """The approval store, plus the one write that must be atomic with an audit record."""
+    """The approval store, plus the writes that must be atomic with an audit record.
+
+    ``create_approval(..., requested=entry)`` stores the request and its ``approval
+    requested`` record in one transaction (both or neither)."""
+
+    def approvals(self, session_id: str, *,
+                  statuses: tuple[str, ...] | None = None) -> Sequence[ApprovalRecord]:
+        """The investigation's requests (with those statuses), oldest first."""
+        ...
 
     def start_approved_command(
         self, approval_id: str, expected_version: int, started: Mapping[str, Any]
@@ -157,6 +165,9 @@ class SafeExecShell:
                 "The command line carries a secret; it will not be stored for approval. "
                 "Reference the secret indirectly (e.g. a Key Vault reference) instead.",
             )
+        adopted = self._adoptable(command, verdict)
+        if adopted is not None:
+            return self._adopt(adopted)
         approval = self._request_approval(command, reasoning, verdict)
         return self._ask(approval)
 
@@ -178,6 +189,9 @@ class SafeExecShell:
         if verdict.classification == "SAFE":
             return self._run(command, reasoning, verdict, action="auto_approved",
                              actor="ghost", call=call, environment=environment)
+        adopted = self._adoptable(command, verdict)
+        if adopted is not None:
+            return self._adopt(adopted, call=call)
         approval = self._request_approval(command, reasoning, verdict, environment=environment)
         return self._ask(approval, call=call)
 
@@ -257,7 +271,52 @@ class SafeExecShell:
         """
         return close_interrupted(self.session_id, self.audit, self.approvals)
 
+    def close_dangling(self, reason: str, *, keep: frozenset[str] = frozenset()) -> list[str]:
+        """Close every request of this investigation still ``pending`` or ``approved`` that
+        nothing will run any more (the investigation is over), each with an audit record.
+
+        ``keep``: approval ids still waited on (a capture task's step). A request claimed at
+        the same moment by another process is left to it (compare-and-set). Returns the ids.
+        """
+        closed = []
+        for approval in self.approvals.approvals(self.session_id,
+                                                 statuses=(ST_PENDING, ST_APPROVED)):
+            if approval.approval_id in keep:
+                continue
+            done = self.approvals.transition_approval(
+                approval.approval_id, approval.version,
+                {"status": ST_CLOSED, "denial_reason": reason,
+                 "context": {**(approval.context or {}), "closed_from": approval.status}})
+            if done is not None:
+                self._audit_approval(done, ST_CLOSED, "ghost", reason=reason)
+                closed.append(done.approval_id)
+        return closed
+
     # ------------------------------------------------------------------- internals
+    def _adoptable(self, command: str, verdict: Verdict) -> ApprovalRecord | None:
+        """A request for this very command that nothing answered yet, left by a process that
+        died between asking and saving that it asked (issue #23, F1): it is this call's.
+
+        Same investigation, same command and hash (the same rules), still ``pending`` or
+        ``approved``, not an engineer's edit of another command. The oldest one wins.
+        """
+        bound = command_hash(command, verdict.classifier_version)
+        for approval in self.approvals.approvals(self.session_id,
+                                                 statuses=(ST_PENDING, ST_APPROVED)):
+            if approval.command == command and approval.command_hash == bound and \
+                    not approval.replaces_approval_id:
+                return approval
+        return None
+
+    def _adopt(self, approval: ApprovalRecord, *, call: CallFn | None = None) -> dict[str, Any]:
+        """Carry on with an adopted request instead of asking again: an approved one runs
+        (once, by the claim), a pending one keeps waiting (its card was posted, or the chat
+        outbox owes it); only an approver at a keyboard is asked, having seen nothing yet."""
+        if approval.status == ST_PENDING and self.approver.decides_immediately and \
+                not self._expired(approval):
+            return self._ask(approval, call=call)
+        return self.resume(approval.approval_id, call=call)
+
     def _request_approval(
         self, command: str, reasoning: str, verdict: Verdict, *,
         modified_by: str | None = None, replaces: str | None = None,
@@ -281,8 +340,14 @@ class SafeExecShell:
             modified_by=modified_by,
             replaces_approval_id=replaces,
             context={"reason": verdict.reason},
+            # the row and its `requested` record: one transaction (issue #23, F1)
+            requested=self._approval_entry(command, reasoning, verdict, "requested",
+                                           modified_by or "ghost",
+                                           environment=environment or environment_of(command),
+                                           hash_=command_hash(command,
+                                                              verdict.classifier_version),
+                                           replaces=replaces),
         )
-        self._audit_approval(approval, "requested", modified_by or "ghost")
         return approval
 
     def _ask(self, approval: ApprovalRecord, *, call: CallFn | None = None) -> dict[str, Any]:
@@ -554,6 +619,16 @@ class SafeExecShell:
             self._audit_approval(updated, ST_EXPIRED, "ghost", reason=updated.denial_reason)
         return updated
 
+    @staticmethod
+    def _approval_entry(command: str, reasoning: str, verdict: Verdict, transition: str,
+                        actor: str, *, environment: str, hash_: str,
+                        replaces: str | None) -> dict[str, Any]:
+        """The audit entry of a request not stored yet (its id is added by the store)."""
+        return {"kind": "approval", **_approval_entry_fields(command, reasoning, verdict),
+                "actor": actor, "status": transition, "denial_reason": None,
+                "environment": environment,
+                "details": {"command_hash": hash_, "replaces_approval_id": replaces}}
+
     def _audit_approval(self, approval: ApprovalRecord, transition: str, actor: str, *,
                         reason: str | None = None) -> None:
         self.audit.append_audit(self.session_id, {
@@ -567,6 +642,12 @@ class SafeExecShell:
                         "command_hash": approval.command_hash,
                         "replaces_approval_id": approval.replaces_approval_id},
         })
+
+
+def _approval_entry_fields(command: str, reasoning: str, verdict: Verdict) -> dict[str, Any]:
+    return {"command": redact(command), "reasoning": reasoning,
+            "classification": verdict.classification, "tier": verdict.tier,
+            "rule": verdict.rule, "classifier_version": verdict.classifier_version}
 
 
 def _approval_fields(approval: ApprovalRecord) -> dict[str, Any]:

@@ -70,7 +70,9 @@ class Dying(Store):
 
     def create_approval(self, session_id: str, **values: Any) -> Any:
         self._die("before_request")
-        return super().create_approval(session_id, **values)
+        approval = super().create_approval(session_id, **values)
+        self._die("after_request")  # the row and its `requested` record are one transaction
+        return approval
 
     def start_approved_command(self, approval_id: str, expected_version: int,
                                started: Mapping[str, Any]) -> Any:

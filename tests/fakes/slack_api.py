@@ -2,7 +2,11 @@
 
 It answers the methods Ghost uses, records every call (method, arguments, time), serves the
 upload URL that ``files_upload_v2`` gets from ``files.getUploadURLExternal`` (pointing back at
-itself), keeps posted messages so a test can read a thread, and can answer 429 with Retry-After.
+itself), keeps posted messages (with their ``metadata``) so a test can read a thread,
+answers ``conversations.replies`` and ``.history`` (metadata only with
+``include_all_metadata``), and can answer 429 with Retry-After or HTTP 500 (``server_error``:
+before doing anything; ``answer_lost``: after doing it, as when Slack's answer is lost on the
+way back).
 ``apps.connections.open`` answers with ``socket_url`` (a ``FakeSocketMode`` on 127.0.0.1), so
 Socket Mode runs for real: slack_sdk's built-in client connects to it and acks over it.
 """
@@ -40,6 +44,10 @@ class FakeSlack:
         self.files: dict[str, dict[str, Any]] = {}
         self.rate_limited: dict[str, int] = {}
         self.fail: dict[str, str] = {}
+        #: methods answering HTTP 500 without doing anything
+        self.server_error: set[str] = set()
+        #: methods that do what they are asked, then answer HTTP 500
+        self.answer_lost: set[str] = set()
         #: what ``apps.connections.open`` hands out (a ``FakeSocketMode.url``)
         self.socket_url: str | None = None
         self._changed = threading.Condition()
@@ -103,7 +111,12 @@ class FakeSlack:
                 return 429, {"ok": False, "error": "ratelimited"}
             if method in self.fail:
                 return 200, {"ok": False, "error": self.fail[method]}
-            return 200, self._ok(method, args)
+            if method in self.server_error:
+                return 500, {"ok": False, "error": "internal_error"}
+            body = self._ok(method, args)
+            if method in self.answer_lost:
+                return 500, {"ok": False, "error": "internal_error"}
+            return 200, body
 
     def _ok(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.test":
@@ -118,6 +131,10 @@ class FakeSlack:
             channel = str(args["channel"])
             self.messages[(channel, ts)] = {**args, "ts": ts}
             return {"ok": True, "channel": channel, "ts": ts, "message": {"ts": ts}}
+        if method == "conversations.replies":
+            return self._replies(args)
+        if method == "conversations.history":
+            return self._history(args)
         if method == "chat.update":
             key = (str(args["channel"]), str(args["ts"]))
             if key not in self.messages:
@@ -152,6 +169,31 @@ class FakeSlack:
             return {"ok": True, "user": {"id": user, "name": user.lower(), "is_bot": False}}
         return {"ok": False, "error": "unknown_method"}
 
+    def _replies(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The parent and its replies, oldest first, ``limit`` a page (the cursor is an
+        offset); ``metadata`` only with ``include_all_metadata``, as Slack does."""
+        channel, parent = str(args.get("channel")), str(args.get("ts"))
+        if (channel, parent) not in self.messages:
+            return {"ok": False, "error": "thread_not_found"}
+        return self._page([self.messages[(channel, parent)], *self.thread(channel, parent)],
+                          args)
+
+    def _history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The channel's top-level messages, newest first, paged like ``_replies``."""
+        channel = str(args.get("channel"))
+        found = [m for (ch, _ts), m in sorted(self.messages.items(), key=lambda kv: -float(
+            kv[0][1])) if ch == channel and not m.get("thread_ts")]
+        return self._page(found, args)
+
+    def _page(self, found: list[dict[str, Any]], args: dict[str, Any]) -> dict[str, Any]:
+        with_meta = str(args.get("include_all_metadata", "")).lower() in ("1", "true")
+        start, limit = int(args.get("cursor") or 0), int(args.get("limit") or 1000)
+        page = [{k: v for k, v in m.items() if with_meta or k != "metadata"}
+                for m in found[start:start + limit]]
+        more = start + limit < len(found)
+        return {"ok": True, "messages": page, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -183,7 +225,7 @@ class FakeSlack:
                 else:
                     args = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
                 args |= {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
-                for key in ("blocks", "view"):
+                for key in ("blocks", "view", "metadata"):
                     if isinstance(args.get(key), str):
                         args[key] = json.loads(args[key])
                 status, body = fake._answer(method, args)
