@@ -11,7 +11,6 @@ SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,8 @@ from tests.fakes.slack_api import FakeSlack
 from tests.slack.conftest import (
     APPROVER,
     CHANNEL,
-    OTHER_MEMBER,
     REQUESTER,
     SlackHarness,
-    make_harness,
 )
 from tests.slack.test_delivery_outbox import Crash, card_posts, jobs_of, later
 from tests.slack.test_investigation_flow import shell, start
@@ -36,18 +33,9 @@ REASONING = "Checking the API port from web-vm-01 itself."
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlack]:
-    slack_api = FakeSlack(members={CHANNEL: [REQUESTER, APPROVER, OTHER_MEMBER]}).start()
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    yield slack_api
-    slack_api.stop()
-
-
-@pytest.fixture
-def slack(store: Any, fake: FakeSlack, fake_gemini: Any, tmp_path: Path,
-          monkeypatch: pytest.MonkeyPatch) -> SlackHarness:
-    return make_harness(store, fake, tmp_path / "data", monkeypatch)
+def fake(fake_slack: FakeSlack) -> FakeSlack:
+    """The conftest's mock Slack Web API (the ``slack`` harness talks to it)."""
+    return fake_slack
 
 
 @pytest.fixture(params=["lookup", "no_lookup"])
