@@ -26,7 +26,8 @@ from bot.chat.content import (
 )
 from bot.chat.notifier import ChatNotifier, InvestigationCancelled
 from bot.chat.orphans import OrphanDesk
-from bot.chat.outbox import keyed_port, owes
+from bot.chat.outbox import KEY as OUTBOX_KEY
+from bot.chat.outbox import SENT, keyed_port, owes
 from bot.chat.ports import ChatPort
 from bot.chat.prompts import (
     CANCELLED,
@@ -450,8 +451,8 @@ class ChatRuntime:
         ref = inv.conversation_ref or {}
         if ref.get("prompted") == key or answer_of(inv, key) is not None:
             return False
-        owed = ((ref.get("outbox") or {}).get("items") or {})
-        if any(str(k).startswith(f"prompt:{key}:") and v.get("state") != "sent"
+        owed = ((ref.get(OUTBOX_KEY) or {}).get("items") or {})
+        if any(str(k).startswith(f"prompt:{key}:") and v.get("state") != SENT
                for k, v in owed.items()):
             return False
         max_turns = int((inv.engine_state or {}).get("max_turns") or 50)

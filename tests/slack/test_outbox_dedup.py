@@ -181,35 +181,29 @@ def test_a_post_whose_answer_was_lost_is_found_and_not_posted_again(
 
 
 # ------------------------------------------------------------------ the look-up fails
+@pytest.mark.parametrize("failure", ["server_error", "missing_scope"])
 def test_a_failed_lookup_posts_again_rather_than_lose_the_message(
         slack: SlackHarness, fake: FakeSlack, fake_gemini: Any, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        failure: str) -> None:
+    """Slack down (HTTP 500) or the history scope missing: logged, and the post goes out."""
     fake_gemini.enqueue(text_turn(REASONING))
     die_after_slack_answers(monkeypatch, slack, REASONING)
     slack.slash("investigate web-01 cannot reach redis")
     with pytest.raises(Crash):
         slack.worker.run_until_idle()
-    fake.server_error.add("conversations.replies")           # e.g. Slack down, or no scope
+    if failure == "server_error":
+        fake.server_error.add("conversations.replies")
+    else:
+        fake.fail["conversations.replies"] = "missing_scope"
     with caplog.at_level(logging.WARNING, logger="bot.slack.port"):
         inv = recover(slack, tmp_path, monkeypatch)
     assert len(posts_saying(slack.fake, str(inv.thread_ref), REASONING)) == 2
     assert "could not look for the" in caplog.text
-    assert slack.services.runtime.outbox.waiting(inv.session_id) == []
-
-
-def test_a_missing_scope_is_logged_and_the_post_goes_out(
-        slack: SlackHarness, fake: FakeSlack, fake_gemini: Any, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    fake_gemini.enqueue(text_turn(REASONING))
-    die_after_slack_answers(monkeypatch, slack, REASONING)
-    slack.slash("investigate web-01 cannot reach redis")
-    with pytest.raises(Crash):
-        slack.worker.run_until_idle()
-    fake.fail["conversations.replies"] = "missing_scope"
-    with caplog.at_level(logging.WARNING, logger="bot.slack.port"):
-        inv = recover(slack, tmp_path, monkeypatch)
-    assert len(posts_saying(slack.fake, str(inv.thread_ref), REASONING)) == 2
-    assert "missing_scope" in caplog.text
+    if failure == "server_error":
+        assert slack.services.runtime.outbox.waiting(inv.session_id) == []
+    else:
+        assert "missing_scope" in caplog.text
 
 
 def test_a_first_attempt_does_not_look_and_every_outbox_post_carries_its_key(
