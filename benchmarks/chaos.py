@@ -67,6 +67,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--start-every", type=float, default=1.0,
                     help="seconds between slash commands")
     ap.add_argument("--lease", type=float, default=6.0, help="GHOST_LEASE_SECONDS")
+    ap.add_argument("--ack-target-ms", type=float, default=ACK_TARGET_MS,
+                    help="the ack latency p99 target (default %(default)g ms; the smoke test "
+                    "checks Slack's own 3,000 ms deadline, as CI machines are busy)")
     ap.add_argument("--minutes", type=float, default=0.0,
                     help="soak: start investigations at a slow steady rate for this long and "
                     "check memory and open connections stay flat")
@@ -351,18 +354,19 @@ class Drill:
         during = [a.ms for a in acks if self.faults.any_active(a.at, slack=2.0)]
         all_ms = [a.ms for a in acks]
         bad_status = [a for a in users.acks if a.status != 200]
-        lat_ok = (pct(during, 99) < ACK_TARGET_MS if during else True) and \
-            pct(all_ms, 99) < ACK_TARGET_MS and not bad_status
+        target = float(ns.ack_target_ms)
+        lat_ok = (pct(during, 99) < target if during else True) and \
+            pct(all_ms, 99) < target and not bad_status
         verdicts.append(Verdict(
             f"ack latency during faults: p50 {pct(during, 50):.0f} ms  p99 {pct(during, 99):.0f} ms"
             f"  (n={len(during)});  all: p50 {pct(all_ms, 50):.0f} ms  p99 {pct(all_ms, 99):.0f} ms"
             f"  max {max(all_ms, default=0):.0f} ms (n={len(all_ms)}; target p99 < "
-            f"{ACK_TARGET_MS:.0f} ms); non-200 acks {len(bad_status)}; refused connections "
+            f"{target:.0f} ms); non-200 acks {len(bad_status)}; refused connections "
             f"{users.refused} (retried on the other replica)", lat_ok,
             [f"{a.kind} → replica {a.replica}: HTTP {a.status}" for a in bad_status[:10]]
             + [f"slow ack: {a.kind} → replica-{a.replica + 1} {a.ms:.0f} ms at t="
                f"{a.at - t0:.1f}s; open: {', '.join(self.faults.open_at(a.at, 2.0)) or '-'}"
-               for a in sorted(acks, key=lambda a: -a.ms)[:3] if a.ms >= ACK_TARGET_MS]))
+               for a in sorted(acks, key=lambda a: -a.ms)[:3] if a.ms >= target]))
         roles: dict[str, int] = {}
         for ghost in self.ghosts:
             roles[ghost.name] = ghost.peak_kb

@@ -1,6 +1,7 @@
 """The first request after a (re)start is acked without waiting on Slack (issue 23: bolt's
 ``auth.test`` ran inside the first request; with 429s on it, acks took 1-2 s). A real
-`ghost serve` whose ``auth.test`` takes 2 s acks its first slash command within 300 ms."""
+`ghost serve` whose ``auth.test`` takes 2 s acks its first slash command long before
+``auth.test`` answers."""
 
 from __future__ import annotations
 
@@ -61,9 +62,11 @@ def test_the_first_ack_after_a_start_does_not_wait_on_auth_test(
     try:
         base = wait_healthy(port, proc)
         first = _signed_help(base)
-        assert first < 0.3, f"the first ack took {first:.2f} s"
+        # Waiting on auth.test would take SLOW_S; the bound tells the two apart with room for
+        # a busy CI machine (the 300 ms ack target is benchmarks/chaos.py's to measure).
+        assert first < SLOW_S / 2, f"the first ack took {first:.2f} s"
         latencies = [_signed_help(base) for _ in range(20)]
-        assert max(latencies) < 0.3, latencies
+        assert max(latencies) < SLOW_S / 2, latencies
         # the identity is still looked up, once, in the background
         wait_until(lambda: bool(slow_slack.called("auth.test")), 10, "auth.test")
         time.sleep(SLOW_S + 0.5)
@@ -82,7 +85,7 @@ def test_the_identity_lookup_fills_in_the_bot_ids_without_blocking(
     identity = BotIdentity(make_client("xoxb-test", slow_slack.base_url))
     began = time.monotonic()
     early = identity(context=BoltContext(), enterprise_id=None, team_id="T1", user_id="U1")
-    assert time.monotonic() - began < 0.1
+    assert time.monotonic() - began < SLOW_S / 2  # did not wait for the slow lookup
     assert early.bot_token == "xoxb-test" and early.bot_id is None and early.user_id == "U1"
     wait_until(lambda: identity.found is not None, SLOW_S + 3, "the lookup")
     later = identity(context=BoltContext(), enterprise_id=None, team_id="T1", user_id="U2")

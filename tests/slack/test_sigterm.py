@@ -40,7 +40,7 @@ def test_the_drain_cuts_the_pacers_wait_short_and_counts_the_budget() -> None:
     began = time.monotonic()
     drain.begin()
     waiter.join(timeout=2)
-    assert not waiter.is_alive() and time.monotonic() - began < 0.5
+    assert not waiter.is_alive() and time.monotonic() - began < 1.5  # the slot was 3 s away
     assert 8.5 < drain.left(reserve_s=1.0) <= 9.0
 
 

