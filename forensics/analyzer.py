@@ -90,8 +90,9 @@ class Analyzer:
         # parallel analysis (parallel.py): this analyzer handles share ``share`` of ``shares``
         self.share = 0
         self.shares = 1
-        # when the reader drops other shares' packets: [number of the frame yielded, ...]
-        self.frame_cell: list[int] | None = None
+        # when the reader drops other shares' packets (share_reader.py) it puts each record's
+        # frame number where the link type goes, and the link type (one per pcap) is this
+        self.frames_given_linktype = 0
 
     # ------------------------------------------------------------------ helpers
     def _new_tcp_conv(self, key: tuple[bytes, int], addrs: bytes, alen: int, sport: int,
@@ -176,14 +177,16 @@ class Analyzer:
         me, nsh = self.share, self.shares
         fast_lt = FAST_LINKTYPES
         owner = share_of
-        cell = self.frame_cell
+        given_lt = self.frames_given_linktype
         sharing = nsh > 1
-        split_here = sharing and cell is None  # else the reader dropped others' packets
+        split_here = sharing and not given_lt  # else the reader dropped others' packets
         dns_ports = DNS_PORTS
         for buf, off, caplen, wirelen, ts, linktype in records:
-            frame += 1
-            if sharing and cell is not None:
-                frame = cell[0]
+            if given_lt:
+                frame = linktype
+                linktype = given_lt
+            else:
+                frame += 1
             nbytes += wirelen
             end = off + caplen
             if caplen < wirelen:

@@ -17,112 +17,55 @@ from __future__ import annotations
 
 import bisect
 import ipaddress
-import struct
-import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from .compare_keys import decode_packet
 from .reader import Record, open_capture
 from .wording import duration_ns
 
-_U16 = struct.Struct("!H").unpack_from
-_TCP = struct.Struct("!HHIIBB").unpack_from
 MAX_EXAMPLES = 10
 MAX_SKEW_NS = 86_400 * 10**9  # beyond a day apart, no clock is that wrong: different moments
 WARN_SKEW_NS = 60 * 10**9
 
 Pkt = tuple[tuple[int, ...], int, bytes, bytes, int]  # (match key, ts_ns, src, dst, ttl)
-# version/IHL, total length, IP ID, TTL, protocol, addresses
-_IP4 = struct.Struct("!BxHH2xBB2x4s4s").unpack_from
+Left = tuple[int, tuple[int, ...], bytes, bytes]  # an unmatched packet: ts_ns, key, src, dst
+Stats = tuple[int, int, int]  # how many, least, median
 
 
-def _packets(records: Iterator[Record], side: _Side) -> Iterator[Pkt]:
-    """Decode just enough of each IP packet to build its match key, and note in ``side``
-    what the sanity checks and the byte ranges need (inline: this runs per packet)."""
+def _packets(records: Iterator[Record], side: Side) -> Iterator[Pkt]:
+    """Every IP packet's match key, noting in ``side`` what the sanity checks and the byte
+    ranges need (the path without numpy; compare_fast does the same on whole chunks)."""
     flows = side.flows
     pairs = side.pairs
     ranges = side.ranges
     offload = side.offload
-    packets = side.packets
-    last = side.last
-    try:
-        for buf, off, caplen, wirelen, ts, lt in records:
-            end = off + caplen
-            if lt == 1:
-                if caplen < 14:
-                    continue
-                et = _U16(buf, off + 12)[0]
-                l3 = off + 14
-                while et in (0x8100, 0x88A8) and l3 + 4 <= end:
-                    et = _U16(buf, l3 + 2)[0]
-                    l3 += 4
-            elif lt == 113:
-                et, l3 = (_U16(buf, off + 14)[0] if caplen >= 16 else 0), off + 16
-            elif lt == 276:
-                et, l3 = (_U16(buf, off)[0] if caplen >= 20 else 0), off + 20
-            elif lt in (101, 12, 14, 228, 229) and caplen:
-                l3 = off
-                et = 0x0800 if buf[off] >> 4 == 4 else 0x86DD
-            elif lt in (0, 108) and caplen >= 4:
-                l3 = off + 4
-                fam = buf[off] | buf[off + 3]
-                et = 0x0800 if fam == 2 else 0x86DD
-            else:
-                continue
-            if et == 0x0800 and l3 + 20 <= end:
-                vihl, raw_len, ipid, ttl, proto, src, dst = _IP4(buf, l3)
-                ihl = (vihl & 15) * 4
-                iplen = raw_len or (wirelen - (l3 - off))
-                big = raw_len == 0 or iplen > 1500
-                l4 = l3 + ihl
-                l4len = iplen - ihl
-            elif et == 0x86DD and l3 + 40 <= end:
-                ipid = 0
-                ttl = buf[l3 + 7]
-                proto = buf[l3 + 6]
-                src, dst = buf[l3 + 8 : l3 + 24], buf[l3 + 24 : l3 + 40]
-                l4 = l3 + 40
-                l4len = _U16(buf, l3 + 4)[0] or (wirelen - (l3 - off) - 40)
-                big = l4len + 40 > 1500
-            else:
-                continue
-            seq = dlen = 0
-            if proto == 6 and l4 + 14 <= end:
-                sport, dport, seq, ack, doff, fl = _TCP(buf, l4)
-                dlen = l4len - (doff >> 4) * 4
-                key: tuple[int, ...] = (6, ipid, sport, dport, seq, ack, fl & 0x3F, dlen)
-                if dlen < 0:
-                    dlen = 0
-            elif proto == 17 and l4 + 8 <= end:
-                sport, dport = _U16(buf, l4)[0], _U16(buf, l4 + 2)[0]
-                key = (17, ipid, sport, dport, l4len, zlib.crc32(buf[l4 + 8 : min(end, l4 + 40)]))
-            elif l4 < end:
-                sport = dport = 0
-                key = (proto, ipid, l4len, zlib.crc32(buf[l4 : min(end, l4 + 32)]))
-            else:
-                continue
-            # what the side needs (as _flow_key: a flow by protocol and port pair)
-            if not packets:
-                side.first = ts
-            packets += 1
-            if ts > last:
-                last = ts
-            pk = src + dst
-            pairs[pk] = pairs.get(pk, 0) + 1
-            flows.add((proto, sport, dport) if sport < dport else (proto, dport, sport))
-            if dlen:
-                fd = (sport, dport)
-                rs = ranges.get(fd)
-                if rs is None:
-                    rs = ranges[fd] = []
-                rs.append((seq, seq + dlen))
-                if big:
-                    offload.add(fd)
-            yield key, ts, src, dst, ttl
-    finally:
-        side.packets = packets
-        side.last = last
+    for buf, off, caplen, wirelen, ts, lt in records:
+        row = decode_packet(buf, off, caplen, wirelen, lt)
+        if row is None:
+            continue
+        key, src, dst, ttl, big = row
+        if not side.packets:
+            side.first = ts
+        side.packets += 1
+        if ts > side.last:
+            side.last = ts
+        pk = src + dst
+        pairs[pk] = pairs.get(pk, 0) + 1
+        if len(key) == 4:  # not _flow_key: a cut-off TCP/UDP header gives no ports
+            flows.add((key[0], 0, 0))
+        else:
+            flows.add((key[0], min(key[2], key[3]), max(key[2], key[3])))
+        if len(key) == 8 and key[7] > 0:
+            fd = (key[2], key[3])
+            rs = ranges.get(fd)
+            if rs is None:
+                rs = ranges[fd] = []
+            rs.append((key[4], key[4] + key[7]))
+            if big:
+                offload.add(fd)
+        yield key, ts, src, dst, ttl
 
 
 def _ip(raw: bytes) -> str:
@@ -163,7 +106,7 @@ def _flow_key(key: tuple[int, ...]) -> tuple[int, int, int]:
     return (key[0], 0, 0)
 
 
-class _Side:
+class Side:
     """What one capture holds, as far as the comparison needs it."""
 
     def __init__(self) -> None:
@@ -188,31 +131,38 @@ class _Side:
         return top[0] if len(top) == 1 else None  # two hosts in every packet: cannot tell
 
 
-def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
-    """Check that the pair can be compared, then match it: offset, delays, losses, injections.
+class Gathered:
+    """What matching the two captures gave, whichever way it was done."""
 
-    Which address is which side is learnt from the matched pairs: packets A sends reach B
-    later (B time minus A time is offset + delay) than packets B sends (offset - delay).
-    """
+    def __init__(self) -> None:
+        self.sa, self.sb = Side(), Side()
+        self.addrs: list[bytes] = []  # A's addresses by id (first seen first; ids stop at 0xFFFF)
+        self.medians: dict[int, int] = {}  # A's sender id -> median tsB - tsA, first matched first
+        # the matched tsB - tsA of the senders given, and the others' tsA - tsB: each as
+        # (how many, least, median) or None when there are none
+        self.split: Callable[[set[int]], tuple[Stats | None, Stats | None]] = lambda _ids: (
+            None, None)
+        self.same_ttl = [0, 0]  # matched packets with the same TTL at both ends, all matched
+        self.pairs: dict[int, tuple[bytes, bytes]] = {}  # dst id << 16 | src id -> (src, dst) at B
+        self.left_a: list[Left] = []  # A's unmatched packets, by first occurrence of their key
+        self.left_b: list[Left] = []  # B's, in B's order
+
+
+def _gather(path_a: str, path_b: str) -> Gathered:
+    """Index A by key (value: ts << 40 | ttl << 32 | dst id << 16 | src id, first in first
+    out), then stream B and match: the reference that compare_fast reproduces."""
+    g = Gathered()
     addr_ids: dict[bytes, int] = {}
-    addrs: list[bytes] = []
-
-    def aid(addr: bytes) -> int:
-        n = addr_ids.get(addr)
-        if n is None:
-            n = addr_ids[addr] = min(len(addrs), 0xFFFF)
-            addrs.append(addr)
-        return n
-
-    # Pass 1: index A by key; value = ts << 40 | ttl << 32 | dst id << 16 | src id (FIFO).
-    sa, sb = _Side(), _Side()
+    addrs = g.addrs
     index: dict[tuple[int, ...], Any] = {}
-    for key, ts, src, dst, ttl in _packets(open_capture(path_a)[1], sa):
+    for key, ts, src, dst, ttl in _packets(open_capture(path_a)[1], g.sa):
         si, di = addr_ids.get(src), addr_ids.get(dst)
         if si is None:
-            si = aid(src)
+            si = addr_ids[src] = min(len(addrs), 0xFFFF)
+            addrs.append(src)
         if di is None:
-            di = aid(dst)
+            di = addr_ids[dst] = min(len(addrs), 0xFFFF)
+            addrs.append(dst)
         v = (ts << 40) | (ttl << 32) | (di << 16) | si
         prev = index.get(key)
         if prev is None:
@@ -221,15 +171,11 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
             prev.append(v)
         else:
             index[key] = deque((prev, v))  # matched first in, first out: popleft, never pop(0)
-    # Pass 2: stream B and match.
     deltas: dict[int, list[int]] = {}  # A's sender id -> tsB - tsA of its matched packets
-    pairs: dict[int, tuple[bytes, bytes]] = {}  # src id << 16 | dst id at A -> (src, dst) at B
-    same_ttl = [0, 0]  # matched packets with the same TTL at both ends, all matched packets
-    unmatched_b: list[tuple[int, tuple[int, ...], bytes, bytes]] = []
-    for key, ts, src, dst, ttl in _packets(open_capture(path_b)[1], sb):
+    for key, ts, src, dst, ttl in _packets(open_capture(path_b)[1], g.sb):
         hit = index.get(key)
         if hit is None:
-            unmatched_b.append((ts, key, src, dst))
+            g.left_b.append((ts, key, src, dst))
             continue
         if isinstance(hit, deque):
             v = hit.popleft()
@@ -238,34 +184,70 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
         else:
             v = hit
             del index[key]
-        sid = v & 0xFFFF
-        deltas.setdefault(sid, []).append(ts - (v >> 40))
-        same_ttl[0] += ((v >> 32) & 0xFF) == ttl
-        same_ttl[1] += 1
+        deltas.setdefault(v & 0xFFFF, []).append(ts - (v >> 40))
+        g.same_ttl[0] += ((v >> 32) & 0xFF) == ttl
+        g.same_ttl[1] += 1
         pk = v & 0xFFFFFFFF
-        if pk not in pairs and len(pairs) < 4096:
-            pairs[pk] = (src, dst)
+        if pk not in g.pairs and len(g.pairs) < 4096:
+            g.pairs[pk] = (src, dst)
+    g.left_a = [(x >> 40, k, addrs[x & 0xFFFF], addrs[(x >> 16) & 0xFFFF])
+                for k, v in index.items() for x in (v if isinstance(v, deque) else (v,))]
+    g.medians = {s: _median(xs) for s, xs in deltas.items()}
+
+    def split(a_ids: set[int]) -> tuple[Stats | None, Stats | None]:
+        ab = sorted(d for s in a_ids for d in deltas[s])
+        ba = sorted(-d for s in deltas if s not in a_ids for d in deltas[s])  # tsA - tsB
+        return (len(ab), ab[0], ab[len(ab) // 2]) if ab else None, (
+            (len(ba), ba[0], ba[len(ba) // 2]) if ba else None)
+
+    g.split = split
+    return g
+
+
+def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
+    """Check that the pair can be compared, then match it: offset, delays, losses, injections.
+
+    Which address is which side is learnt from the matched pairs: packets A sends reach B
+    later (B time minus A time is offset + delay) than packets B sends (offset - delay).
+    """
+    try:
+        from .compare_fast import gather
+    except ImportError:  # no numpy: the same result, slower
+        g = _gather(path_a, path_b)
+    else:
+        try:
+            g = gather(path_a, path_b)
+        except OverflowError:  # times past the year 2116: int64 differences would wrap
+            g = _gather(path_a, path_b)
+    return _finish(path_a, path_b, g)
+
+
+def _finish(path_a: str, path_b: str, g: Gathered) -> dict[str, Any]:
+    sa, sb, addrs, pairs = g.sa, g.sb, g.addrs, g.pairs
     base: dict[str, Any] = {"capture_a": path_a, "capture_b": path_b, "packets_a": sa.packets,
                             "packets_b": sb.packets}
     shared = set(sa.flows) & set(sb.flows)
-    reason = _refusal(sa, sb, shared, deltas)
+    reason = _refusal(sa, sb, shared, g.medians)
     if reason:
         return {**base, "status": "refused", "reason": reason}
     # The sender whose packets arrive "latest" (largest tsB - tsA) is on side A.
-    ranked = sorted(deltas, key=lambda s: -_median(deltas[s]))
+    med = g.medians
+    ranked = sorted(med, key=lambda s: -med[s])
     a_ids = set(ranked[:1])
     if len(ranked) >= 2:
-        gap = _median(deltas[ranked[0]]) - _median(deltas[ranked[-1]])
-        a_ids = {s for s in ranked if _median(deltas[s]) - _median(deltas[ranked[-1]]) > gap / 2}
+        gap = med[ranked[0]] - med[ranked[-1]]
+        a_ids = {s for s in ranked if med[s] - med[ranked[-1]] > gap / 2}
         if not a_ids:
             a_ids = set(ranked[:1])
-    ab = sorted(d for s in a_ids for d in deltas[s])
-    ba = sorted(-d for s in deltas if s not in a_ids for d in deltas[s])  # tsA - tsB
+    ab, ba = g.split(a_ids)  # (how many, least, median) of tsB - tsA and of tsA - tsB
     if ab and ba:
-        offset, owd = (ab[0] - ba[0]) // 2, (ab[0] + ba[0]) // 2
-    else:  # one direction only: the delay cannot be told from the offset
-        offset, owd = (ab[0] if ab else -ba[0]), None
-    reason = _refusal_after_match(offset, same_ttl, sa, sb)
+        offset, owd = (ab[1] - ba[1]) // 2, (ab[1] + ba[1]) // 2
+    elif ab:  # one direction only: the delay cannot be told from the offset
+        offset, owd = ab[1], None
+    else:
+        assert ba is not None  # some packets were matched (no refusal)
+        offset, owd = -ba[1], None
+    reason = _refusal_after_match(offset, g.same_ttl, sa, sb)
     if reason:
         return {**base, "status": "refused", "reason": reason}
     # Sides: who sent each matched packet, and where it went, as each capture names them.
@@ -285,7 +267,7 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
             a_at_a.add(addrs[did])
             b_at_b.add(src_b)
             a_at_b.add(dst_b)
-    res = _count(index, unmatched_b, addrs, sa, sb, shared, offset,
+    res = _count(g.left_a, g.left_b, sa, sb, shared, offset,
                  (a_at_a - b_at_a, b_at_a - a_at_a, a_at_b - b_at_b, b_at_b - a_at_b))
 
     def ms(x: int | None) -> float | None:
@@ -300,15 +282,15 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
         "host_b_as_seen_at_a": ", ".join(sorted(_ip(x) for x in b_at_a - a_at_a)),
         "shared_flows": len(shared), "flows_a": len(sa.flows), "flows_b": len(sb.flows),
         "overlap_s": round(max(overlap, 0) / 1e9, 6),
-        "matched_a_to_b": len(ab), "matched_b_to_a": len(ba),
+        "matched_a_to_b": ab[0] if ab else 0, "matched_b_to_a": ba[0] if ba else 0,
         "clock_offset_ms": ms(offset),
         "clock_warning": (f"the capture clocks differ by {duration_ns(abs(offset))} (check "
                           "NTP); B's times are corrected by that offset"
                           if abs(offset) > WARN_SKEW_NS else ""),
         "one_way_delay_ms": {
             "a_to_b_min": ms(owd), "b_to_a_min": ms(owd),
-            "a_to_b_median": ms(ab[len(ab) // 2] - offset) if ab and owd is not None else None,
-            "b_to_a_median": ms(ba[len(ba) // 2] + offset) if ba and owd is not None else None,
+            "a_to_b_median": ms(ab[2] - offset) if ab and owd is not None else None,
+            "b_to_a_median": ms(ba[2] + offset) if ba and owd is not None else None,
         },
         **res,
         "note": ("clock offset = (min A->B delay - min B->A delay) / 2, assuming the fastest "
@@ -317,8 +299,8 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
     }
 
 
-def _refusal(sa: _Side, sb: _Side, shared: set[tuple[int, int, int]],
-             deltas: dict[int, list[int]]) -> str:
+def _refusal(sa: Side, sb: Side, shared: set[tuple[int, int, int]],
+             deltas: dict[int, int]) -> str:
     if not sa.packets or not sb.packets:
         return f"capture {'A' if not sa.packets else 'B'} holds no IP packets"
     if not shared:
@@ -331,7 +313,7 @@ def _refusal(sa: _Side, sb: _Side, shared: set[tuple[int, int, int]],
     return ""
 
 
-def _refusal_after_match(offset: int, same_ttl: list[int], sa: _Side, sb: _Side) -> str:
+def _refusal_after_match(offset: int, same_ttl: list[int], sa: Side, sb: Side) -> str:
     same = same_ttl[1] and same_ttl[0] == same_ttl[1]
     hint = (" Every matched packet has the same TTL in both captures: they look like one end "
             "captured twice." if same else "")
@@ -349,8 +331,7 @@ def _refusal_after_match(offset: int, same_ttl: list[int], sa: _Side, sb: _Side)
     return ""
 
 
-def _count(index: dict[tuple[int, ...], Any], unmatched_b: list[tuple[int, tuple[int, ...],
-           bytes, bytes]], addrs: list[bytes], sa: _Side, sb: _Side,
+def _count(left_a: list[Left], unmatched_b: list[Left], sa: Side, sb: Side,
            shared: set[tuple[int, int, int]], off: int,
            sides: tuple[set[bytes], set[bytes], set[bytes], set[bytes]]) -> dict[str, Any]:
     """Losses and injected packets each way, with examples and the packets left aside."""
@@ -395,32 +376,30 @@ def _count(index: dict[tuple[int, ...], Any], unmatched_b: list[tuple[int, tuple
         rs = ranges.get(fd)
         return bool(rs) and _covered(rs or [], k[4], k[4] + k[7])
 
-    def judged(k: tuple[int, ...], t_other: int, other: _Side) -> bool:
+    def judged(k: tuple[int, ...], t_other: int, other: Side) -> bool:
         """Was the other capture running when this packet passed it?"""
         if t_other < other.first:
             return False
         return _flow_key(k) in shared or t_other <= other.last
 
     # Seen at A, never at B.
-    for k, v in index.items():
-        for x in v if isinstance(v, deque) else (v,):
-            t, src, dst = x >> 40, addrs[x & 0xFFFF], addrs[(x >> 16) & 0xFFFF]
-            if src in a_at_a and dst in b_at_a:
-                if not judged(k, t + off, sb):
-                    res["outside"] += 1
-                elif by_range(k, ranges_b):
-                    res["range_ab"] += 1
-                else:
-                    note("lost_ab", k, src, dst, t)
-            elif src in b_at_a and dst in a_at_a:
-                if not judged(k, t + off, sb):
-                    res["outside"] += 1
-                elif by_range(k, ranges_a):
-                    res["range_ba"] += 1  # GRO at A merged what B sent
-                else:
-                    note("inj_a", k, src, dst, t)
+    for t, k, src, dst in left_a:
+        if src in a_at_a and dst in b_at_a:
+            if not judged(k, t + off, sb):
+                res["outside"] += 1
+            elif by_range(k, ranges_b):
+                res["range_ab"] += 1
             else:
-                res["third_party"] += 1
+                note("lost_ab", k, src, dst, t)
+        elif src in b_at_a and dst in a_at_a:
+            if not judged(k, t + off, sb):
+                res["outside"] += 1
+            elif by_range(k, ranges_a):
+                res["range_ba"] += 1  # GRO at A merged what B sent
+            else:
+                note("inj_a", k, src, dst, t)
+        else:
+            res["third_party"] += 1
     # Seen at B, never at A.
     for ts, k, src, dst in unmatched_b:
         if src in b_at_b and dst in a_at_b:

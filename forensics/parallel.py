@@ -68,7 +68,9 @@ def run_share(path: str, share: int, shares: int) -> Analyzer | None:
     """Analyse one share of the capture; None when it stopped early (corrupt record)."""
     info, records, totals = open_share(path, share, shares)
     a = Analyzer(info)
-    a.share, a.shares, a.frame_cell = share, shares, totals
+    a.share, a.shares = share, shares
+    if totals is not None:
+        a.frames_given_linktype = info.linktypes[0]
     try:
         a.run(records)
     except (CorruptCaptureError, struct.error, IndexError):
@@ -76,7 +78,7 @@ def run_share(path: str, share: int, shares: int) -> Analyzer | None:
     if totals is not None:  # the reader saw every record, the analyzer only this share's
         (a.packets, a.bytes, a.truncated_packets, a.ts_backwards, a.first_ts,
          a.last_ts) = totals
-    a.frame_cell = None
+    a.frames_given_linktype = 0
     return a
 
 
@@ -102,6 +104,8 @@ def analyze_parallel(path: str, shares: int) -> Analyzer | None:
     in one process (no fork on this platform, a share failed, or a flow straddled shares)."""
     if not hasattr(os, "fork"):
         return None
+    from . import share_reader  # noqa: F401 - numpy loaded once, before the fork
+
     children: list[tuple[int, int]] = []
     try:
         for share in range(1, shares):

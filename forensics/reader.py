@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from .errors import CorruptCaptureError, NotACaptureError
-from .split import SPECIAL_PORTS, share_of_record
 
 CHUNK = 8 * 1024 * 1024
 # Wireshark refuses records above this size; a larger length means corruption.
@@ -107,37 +106,32 @@ def check_capture(path: str) -> CaptureInfo:
     return info
 
 
-#: link type -> where its EtherType is ("!": raw IPv4), for the reader's look at each packet
-_SPLIT_LAYOUTS = {1: "!12xH", 113: "!14xH", 101: "!", 228: "!"}
-
-
 def open_share(path: str, share: int, shares: int
                ) -> tuple[CaptureInfo, Iterator[Record], list[int] | None]:
     """``open_capture`` for one share of a parallel analysis (parallel.py).
 
-    For a pcap of a common link type the reader itself drops the plain IPv4 TCP/UDP packets
-    of other shares, which is the cheapest place to do it, and counts what every record adds
-    to the capture's totals in the returned list: [frames, bytes, truncated, timestamps
-    going backwards, first ts, last ts] (frames is the number of the record last yielded;
-    only the last share counts the rest).
+    For a pcap of a common link type the reader itself drops other shares' packets, a chunk
+    at a time (share_reader.py), which is the cheapest place to do it; each record then
+    carries its frame number where the link type goes (the capture's one link type is
+    ``info.linktypes[0]``), and the returned list holds what every record adds to the
+    capture's totals: [frames, bytes, truncated, timestamps going backwards, first ts, last
+    ts], filled in when the records run out (the other shares count only the frames).
     Otherwise the list is None and the analyzer skips other shares' packets itself.
     """
     info, fh, pcap = _identify(path)
     if pcap is None:
         return info, _iter_pcapng(fh, info), None
-    if pcap[2] not in _SPLIT_LAYOUTS:
+    if pcap[2] not in (1, 113, 101, 228):  # share_reader.L3_AT: the link types it splits
         return info, _iter_pcap(fh, *pcap, info), None
+    from .share_reader import iter_pcap_share  # numpy: loaded for parallel runs only
+
     stats = [0, 0, 0, 0, 0, 0]
-    return info, _iter_pcap(fh, *pcap, info, (share, shares, stats)), stats
+    return info, iter_pcap_share(fh, *pcap, info, share, shares, stats, CHUNK, MAX_RECORD), stats
 
 
 def _iter_pcap(
-    fh: BinaryIO, endian: str, ns: bool, linktype: int, info: CaptureInfo,
-    split: tuple[int, int, list[int]] | None = None,
+    fh: BinaryIO, endian: str, ns: bool, linktype: int, info: CaptureInfo
 ) -> Iterator[Record]:
-    if split is not None:
-        yield from _iter_pcap_share(fh, endian, ns, linktype, info, *split)
-        return
     unpack = struct.Struct(endian + "IIII").unpack_from
     mult = 1 if ns else 1000
     max_record = MAX_RECORD
@@ -162,7 +156,7 @@ def _iter_pcap(
                     wirelen = caplen
                 yield buf, off + 16, caplen, wirelen, sec * 1_000_000_000 + frac * mult, linktype
                 off = end
-            nxt = _refill(fh, buf, off, n, seekable)
+            nxt = refill(fh, buf, off, n, seekable)
             if nxt is None:
                 if off < n:
                     info.warnings.append(
@@ -176,98 +170,7 @@ def _iter_pcap(
         fh.close()
 
 
-def _iter_pcap_share(
-    fh: BinaryIO, endian: str, ns: bool, linktype: int, info: CaptureInfo, share: int,
-    shares: int, stats: list[int]
-) -> Iterator[Record]:
-    """``_iter_pcap`` that leaves out other shares' packets (split.py; its IPv4 case inlined).
-
-    The last share keeps the capture totals in ``stats``; the others only the frame count.
-    """
-    unpack = struct.Struct(endian + "IIII").unpack_from
-    layout = _SPLIT_LAYOUTS[linktype]
-    raw = layout == "!"
-    look = struct.Struct(layout + "B5xHxB2xIIHH").unpack_from
-    need = look.__self__.size  # type: ignore[attr-defined]
-    special = SPECIAL_PORTS
-    owner = share_of_record
-    mult = 1 if ns else 1000
-    max_record = MAX_RECORD
-    frame = nbytes = truncated = backwards = first_ts = last_ts = 0
-    totals = share == shares - 1
-    try:
-        seekable = fh.seekable()
-        buf = fh.read(CHUNK)
-        off = 0
-        while True:
-            n = len(buf)
-            while off + 16 <= n:
-                sec, frac, caplen, wirelen = unpack(buf, off)
-                if caplen > max_record:
-                    info.warnings.append(
-                        f"corrupt record header at byte {fh.tell() - n + off}: "
-                        f"captured length {caplen}; analysis stops there"
-                    )
-                    return
-                end = off + 16 + caplen
-                if end > n:
-                    break
-                frame += 1
-                if totals:  # one share counts for all; the others skip at less cost
-                    if wirelen < caplen:
-                        wirelen = caplen
-                    nbytes += wirelen
-                    if caplen < wirelen:
-                        truncated += 1
-                    ts = sec * 1_000_000_000 + frac * mult
-                    if ts < last_ts:
-                        backwards += 1
-                    else:
-                        last_ts = ts
-                    if frame == 1:
-                        first_ts = ts
-                if caplen >= need:
-                    if raw:
-                        et = 0x0800
-                        vihl, fragw, proto, x, y, sport, dport = look(buf, off + 16)
-                    else:
-                        et, vihl, fragw, proto, x, y, sport, dport = look(buf, off + 16)
-                    if et == 0x0800 and vihl == 0x45 and not fragw & 0x3FFF and (
-                            proto == 6 or proto == 17) and sport not in special \
-                            and dport not in special:
-                        x ^= y ^ sport ^ dport
-                        if (x ^ (x >> 16) ^ (x >> 8)) % shares != share:
-                            off = end
-                            continue
-                    elif owner(buf, off + 16, caplen, linktype, shares) != share:
-                        off = end
-                        continue
-                elif owner(buf, off + 16, caplen, linktype, shares) != share:
-                    off = end
-                    continue
-                if not totals:
-                    if wirelen < caplen:
-                        wirelen = caplen
-                    ts = sec * 1_000_000_000 + frac * mult
-                stats[0] = frame
-                yield buf, off + 16, caplen, wirelen, ts, linktype
-                off = end
-            nxt = _refill(fh, buf, off, n, seekable)
-            if nxt is None:
-                if off < n:
-                    info.warnings.append(
-                        f"capture is truncated: last record cut short ({n - off} bytes "
-                        "left over); the analysis covers the packets before it"
-                    )
-                return
-            buf = nxt
-            off = 0
-    finally:
-        stats[:] = [frame, nbytes, truncated, backwards, first_ts, last_ts]
-        fh.close()
-
-
-def _refill(fh: BinaryIO, buf: bytes, off: int, n: int, seekable: bool) -> bytes | None:
+def refill(fh: BinaryIO, buf: bytes, off: int, n: int, seekable: bool) -> bytes | None:
     """The next chunk, starting with the unconsumed ``buf[off:n]``; None at end of file.
 
     A seekable file is re-read from the first unconsumed byte: concatenating the leftover
@@ -384,7 +287,7 @@ def _iter_pcapng(fh: BinaryIO, info: CaptureInfo) -> Iterator[Record]:
                     if itf.ts_den > 1_000_000:
                         info.nanosecond = True
                 off += blen
-            nxt = _refill(fh, buf, off, n, seekable)
+            nxt = refill(fh, buf, off, n, seekable)
             if nxt is None:
                 if off < n:
                     info.warnings.append(

@@ -4,9 +4,9 @@ A plain TCP or UDP packet over IPv4/IPv6 goes to the share its flow hashes to, t
 symmetric in the two directions so that both sides of a flow meet in one share. Share 0
 takes everything whose flow cannot be told from the first headers or whose analysis spans
 flows: fragments, tunnels (VXLAN, Geneve, GRE, IP in IP), ICMP, DNS, non-IP packets, cut-off
-headers and exotic link types. The pcap reader inlines the IPv4 case of this rule for speed
-(``reader.open_share``); ``share_of`` and ``share_of_record`` are the general case, also used
-by the analyzer for pcapng.
+headers and exotic link types. The pcap reader applies the IPv4 case of this rule to whole
+chunks with numpy (``share_reader.shares_of_chunk``); ``share_of`` and ``share_of_record`` are
+the general case, also used by the analyzer for pcapng.
 """
 
 from __future__ import annotations

@@ -1,0 +1,115 @@
+"""The chunked share reader (forensics/share_reader.py): the vector rule places every packet
+where split.py's rule does, and records across chunk boundaries, in either byte order and at
+either timestamp resolution, give the single-process output byte for byte."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forensics import reader
+from forensics.share_reader import shares_of_chunk
+from forensics.split import share_of_record
+from lab.pcap import PcapWriter
+
+from .encap import encapsulate, fragmented, to_ipv6, truncated
+from .tcpgen import generate
+from .test_parallel import _outputs
+
+# name -> (capture, whether its packets spread over the shares: tunnels, IPv6 extension
+# headers, VLAN tags under SLL, and cut-off headers all go to share 0)
+MIXES = {
+    "ethernet": (lambda: generate(3, 20), True),
+    "ipv6": (lambda: to_ipv6(generate(4, 20)), True),
+    "ipv6_ext": (lambda: to_ipv6(generate(4, 20), ext=True), False),
+    "vxlan": (lambda: encapsulate(generate(5, 20), "vxlan"), False),
+    "vlan": (lambda: encapsulate(generate(6, 20), "vlan"), True),
+    "qinq": (lambda: encapsulate(generate(12, 20), "qinq"), True),
+    "sll": (lambda: encapsulate(generate(7, 20), "sll"), True),
+    "sll_vlan": (lambda: encapsulate(generate(7, 20), "sll_vlan"), False),
+    "raw": (lambda: encapsulate(generate(9, 20), "raw"), True),
+    "fragmented": (lambda: fragmented(generate(8, 20), 600), True),
+    "snap40": (lambda: truncated(generate(10, 20), 40), True),  # the ports are in
+    "snap36": (lambda: truncated(generate(10, 20), 36), False),  # the ports are cut off
+}
+
+
+def _records(blob: bytes) -> tuple[int, list[int], list[int]]:
+    """Link type, record header offsets and captured lengths of a little-endian pcap."""
+    linktype = struct.unpack_from("<I", blob, 20)[0]
+    offs, caps, off = [], [], 24
+    while off + 16 <= len(blob):
+        caplen = struct.unpack_from("<I", blob, off + 8)[0]
+        offs.append(off)
+        caps.append(caplen)
+        off += 16 + caplen
+    return linktype, offs, caps
+
+
+@pytest.mark.parametrize("name", sorted(MIXES))
+@pytest.mark.parametrize("shares", [2, 3, 4])
+def test_the_vector_rule_is_the_rule_of_split_py(name: str, shares: int) -> None:
+    make, spread = MIXES[name]
+    blob = make().to_bytes()
+    linktype, offs, caps = _records(blob)
+    if linktype not in (1, 113, 101, 228):
+        pytest.skip(f"link type {linktype} is split by the analyzer, not the reader")
+    got = shares_of_chunk(blob, np.array(offs, dtype=np.int64), np.array(caps, dtype=np.int64),
+                          linktype, shares).tolist()
+    want = [share_of_record(blob, o + 16, c, linktype, shares) for o, c in zip(offs, caps,
+                                                                               strict=True)]
+    assert got == want
+    assert (len(set(got)) == shares) == spread
+
+
+def _big_endian(blob: bytes) -> bytes:
+    """The same pcap written by a big-endian machine."""
+    magic, vmaj, vmin, zone, sig, snap, lt = struct.unpack_from("<IHHiIII", blob, 0)
+    out = [struct.pack(">IHHiIII", magic, vmaj, vmin, zone, sig, snap, lt)]
+    off = 24
+    while off + 16 <= len(blob):
+        sec, frac, caplen, wirelen = struct.unpack_from("<IIII", blob, off)
+        out.append(struct.pack(">IIII", sec, frac, caplen, wirelen))
+        out.append(blob[off + 16 : off + 16 + caplen])
+        off += 16 + caplen
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("variant", ["little", "big", "nanosecond"])
+def test_records_across_chunk_boundaries_give_the_same_output(
+        variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w: PcapWriter = generate(21, 30)
+    w.nanosecond = variant == "nanosecond"
+    blob = w.to_bytes()
+    if variant == "big":
+        blob = _big_endian(blob)
+    path = tmp_path / f"{variant}.pcap"
+    path.write_bytes(blob)
+    one = _outputs(path, 1)
+    # chunks of 4 KB: hundreds of chunks, many records cut by a chunk's end
+    monkeypatch.setattr(reader, "CHUNK", 4096)
+    assert len(blob) > 50 * 4096
+    assert _outputs(path, 2) == one
+    assert _outputs(path, 3) == one
+
+
+def test_a_corrupt_record_header_after_many_chunks_stops_every_share_alike(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blob = bytearray(generate(22, 30).to_bytes())
+    _lt, offs, _caps = _records(bytes(blob))
+    bad = offs[len(offs) * 2 // 3]
+    struct.pack_into("<I", blob, bad + 8, reader.MAX_RECORD + 1)
+    path = tmp_path / "corrupt.pcap"
+    path.write_bytes(bytes(blob))
+    one = _outputs(path, 1)
+    assert "corrupt record header" in one
+    monkeypatch.setattr(reader, "CHUNK", 4096)
+    assert _outputs(path, 2) == one
+    # and a file cut in the middle of a record
+    path.write_bytes(bytes(blob[: bad - 7]))
+    one = _outputs(path, 1)
+    assert "capture is truncated" in one
+    assert _outputs(path, 3) == one
