@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from bot.chat.status import LIVE_STATUSES
 from bot.settings import Settings, load_settings
 from storage.db import Database
 from storage.store import Store
@@ -44,7 +45,8 @@ def build_shell(settings: Settings, store: Store, session_id: str, approver: App
                 requested_by: str | None = None,
                 policy: ApprovalPolicy | None = None) -> SafeExecShell:
     from bot.lab_wiring import lab_for_session
-    from core.safety.shell import SafeExecShell, ShellLimits
+    from core.safety.command_run import ShellLimits
+    from core.safety.shell import SafeExecShell
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     lab = lab_for_session(settings, store, session_id)  # a lab session's commands: the lab's
@@ -79,9 +81,6 @@ def build_orchestrator(settings: Settings, store: Store, shell: SafeExecShell,
                              is_session_live=lambda sid: session_is_live(store, sid))
 
 
-#: Investigations that may still continue (a running worker, a pending approval, a terminal
-#: session that can be resumed): their tasks are not orphans.
-LIVE_STATUSES = ("queued", "running", "awaiting_approval", "awaiting_user")
 
 
 def session_is_live(store: Store, session_id: str) -> bool:

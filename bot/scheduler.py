@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.chat.content import DecisionOutcome
+from bot.chat.approval_cards import DecisionOutcome
 
 log = logging.getLogger(__name__)
 

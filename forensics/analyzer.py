@@ -182,21 +182,21 @@ class Analyzer:
         split_here = sharing and not given_lt  # else the reader dropped others' packets
         dns_ports = DNS_PORTS
         for buf, off, caplen, wirelen, ts, linktype in records:
-            if given_lt:
+            end = off + caplen
+            if given_lt:  # the reader counted the capture's totals (share_reader.py)
                 frame = linktype
                 linktype = given_lt
             else:
                 frame += 1
-            nbytes += wirelen
-            end = off + caplen
-            if caplen < wirelen:
-                truncated += 1
-            if ts < last_ts:
-                self.ts_backwards += 1
-            else:
-                last_ts = ts
-            if frame == 1:
-                first_ts = ts
+                nbytes += wirelen
+                if caplen < wirelen:
+                    truncated += 1
+                if ts < last_ts:
+                    self.ts_backwards += 1
+                else:
+                    last_ts = ts
+                if frame == 1:
+                    first_ts = ts
             # ---------------- link layer
             if linktype == 1:
                 et = u16(buf, off + 12)[0] if caplen >= 14 else 0

@@ -11,10 +11,12 @@ the same warning.
 
 from __future__ import annotations
 
+import io
+import mmap
 import struct
 import sys
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
 
@@ -33,19 +35,21 @@ def words(buf: bytes, dtype: str) -> np.ndarray:
                       strides=(1,))
 
 
-def chain_walk(buf: bytes, endian: str, max_record: int) -> tuple[np.ndarray, int, int]:
-    """The offsets of the whole records in ``buf``, the offset after the last of them, and
-    the captured length of a corrupt record header there (0 when none)."""
-    n = len(buf)
+def chain_walk(buf: bytes, start: int, stop: int, endian: str,
+               max_record: int) -> tuple[np.ndarray, int, int]:
+    """The offsets of the whole records in ``buf[start:stop]``, the offset after the last of
+    them, and the captured length of a corrupt record header there (0 when none)."""
     fields: list[int] = []  # where each record's captured length is: its offset + 8
     mark = fields.append
-    p = 8
+    p = start + 8
+    last = stop - 8  # the last place a whole record header can end
     if endian == NATIVE:  # the length words read through four word views: no struct call
-        views = tuple(memoryview(buf)[k:k + (n - k) // 4 * 4].cast("I") for k in range(4))
+        size = len(buf)
+        views = tuple(memoryview(buf)[k:k + (size - k) // 4 * 4].cast("I") for k in range(4))
         try:
-            while p <= n - 8:
+            while p <= last:
                 q = p + 16 + views[p & 3][p >> 2]
-                if q > n + 8:  # cut off by the end of the chunk (or corrupt: see below)
+                if q > stop + 8:  # cut off by the end of the chunk (or corrupt: see below)
                     break
                 mark(p)
                 p = q
@@ -54,9 +58,9 @@ def chain_walk(buf: bytes, endian: str, max_record: int) -> tuple[np.ndarray, in
                 v.release()
     else:
         u32 = struct.Struct(endian + "I").unpack_from
-        while p <= n - 8:
+        while p <= last:
             q = p + 16 + u32(buf, p)[0]
-            if q > n + 8:
+            if q > stop + 8:
                 break
             mark(p)
             p = q
@@ -65,41 +69,100 @@ def chain_walk(buf: bytes, endian: str, max_record: int) -> tuple[np.ndarray, in
     bad = np.flatnonzero(caplen > max_record)
     if len(bad):  # a length no record has: the walk stops at that header
         return offs[: bad[0]], int(offs[bad[0]]), int(caplen[bad[0]])
-    if p <= n - 8:
+    if p <= last:
         left = int(words(buf, endian + "u4")[p])
         if left > max_record:
             return offs, p - 8, left
     return offs, p - 8, 0
 
 
+def _headers(buf: bytes, offs: np.ndarray, endian: str, ns: bool
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Captured length, wire length (at least the captured one) and time in ns of each
+    record."""
+    w32 = words(buf, endian + "u4")
+    cap = w32[offs + 8].astype(np.int64)
+    wire = np.maximum(w32[offs + 12].astype(np.int64), cap)
+    ts = w32[offs].astype(np.int64) * 1_000_000_000 + w32[offs + 4].astype(np.int64) * (
+        1 if ns else 1000)
+    return cap, wire, ts
+
+
+def _corrupt(at: int, caplen: int) -> str:
+    return f"corrupt record header at byte {at}: captured length {caplen}; analysis stops there"
+
+
+def _cut(left: int) -> str:
+    return (f"capture is truncated: last record cut short ({left} bytes left over); the "
+            "analysis covers the packets before it")
+
+
 def pcap_chunks(fh: BinaryIO, endian: str, ns: bool, warnings: list[str], chunk: int,
                 max_record: int) -> Iterator[Chunk]:
     """The records after the file header of ``fh``, a chunk of ``chunk`` bytes at a time;
-    the reader's warning goes to ``warnings`` when the walk stops early."""
+    the reader's warning goes to ``warnings`` when the walk stops early.
+
+    A regular file is memory-mapped (no copy of each chunk into the process) and the pages
+    already walked are dropped from the mapping as it goes, so the resident size stays that
+    of a chunk or two; anything else (a pipe) is read into chunks."""
+    try:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        yield from _read_chunks(fh, endian, ns, warnings, chunk, max_record)
+        return
+    try:
+        yield from _mapped_chunks(mm, fh.tell(), endian, ns, warnings, chunk, max_record)
+    finally:
+        try:
+            mm.close()
+        except BufferError:  # a record still held by the consumer: closed when it lets go
+            pass
+
+
+def _mapped_chunks(mm: mmap.mmap, start: int, endian: str, ns: bool, warnings: list[str],
+                   chunk: int, max_record: int) -> Iterator[Chunk]:
+    buf = cast(bytes, mm)  # a mapping indexes, slices and unpacks as bytes do
+    n = len(mm)
+    dropped = 0  # the mapping before this offset was given back (page-aligned)
+    while True:
+        stop = min(start + chunk, n)
+        offs, off, corrupt = chain_walk(buf, start, stop, endian, max_record)
+        if len(offs):
+            yield (buf, offs, *_headers(buf, offs, endian, ns))
+            # the consumer is done with these records: their pages leave the resident set
+            keep = off - off % mmap.PAGESIZE
+            if keep > dropped:
+                mm.madvise(mmap.MADV_DONTNEED, dropped, keep - dropped)
+                dropped = keep
+        if corrupt:
+            warnings.append(_corrupt(off, corrupt))
+            return
+        if stop == n or off == start:
+            # the end of the file, or a record longer than a chunk (never: the longest valid
+            # record is shorter than a chunk) left over
+            if off < n:
+                warnings.append(_cut(n - off))
+            return
+        start = off
+
+
+def _read_chunks(fh: BinaryIO, endian: str, ns: bool, warnings: list[str], chunk: int,
+                 max_record: int) -> Iterator[Chunk]:
     from .reader import refill
 
-    mult = 1 if ns else 1000
     seekable = fh.seekable()
     buf = fh.read(chunk)
     while True:
         n = len(buf)
-        offs, off, corrupt = chain_walk(buf, endian, max_record)
+        offs, off, corrupt = chain_walk(buf, 0, n, endian, max_record)
         if len(offs):
-            w32 = words(buf, endian + "u4")
-            cap = w32[offs + 8].astype(np.int64)
-            wire = np.maximum(w32[offs + 12].astype(np.int64), cap)
-            ts = w32[offs].astype(np.int64) * 1_000_000_000 + w32[offs + 4].astype(
-                np.int64) * mult
-            yield buf, offs, cap, wire, ts
+            yield (buf, offs, *_headers(buf, offs, endian, ns))
         if corrupt:
-            warnings.append(f"corrupt record header at byte {fh.tell() - n + off}: "
-                            f"captured length {corrupt}; analysis stops there")
+            warnings.append(_corrupt(fh.tell() - n + off, corrupt))
             return
         nxt = refill(fh, buf, off, n, seekable)
         if nxt is None:
             if off < n:
-                warnings.append(
-                    f"capture is truncated: last record cut short ({n - off} bytes "
-                    "left over); the analysis covers the packets before it")
+                warnings.append(_cut(n - off))
             return
         buf = nxt

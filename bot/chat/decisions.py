@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.chat.content import DecisionOutcome, outcome_of
+from bot.chat.approval_cards import DecisionOutcome, outcome_of
 from bot.chat.ports import Directory
 from core.errors import UnknownInvestigation
 from core.safety.approval import ApprovalPolicy, Decision, DecisionKind, may_decide

@@ -18,18 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from bot.chat.content import (
-    approval_card,
-    capture_lines,
-    command_line,
-    outcome_of,
-    ran_outcome,
-    record_capture,
-    status_view,
-    task_line,
-)
+from bot.chat.approval_cards import approval_card, outcome_of, ran_outcome
+from bot.chat.captures import capture_lines, record_capture, task_line
+from bot.chat.command_lines import command_line
 from bot.chat.outbox import Outbox
 from bot.chat.ports import ChatPort
+from bot.chat.status import status_view
 from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy, ApprovalRequest, Decision
 

@@ -37,15 +37,12 @@ from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from bot.chat.content import (
-    ApprovalCard,
-    CommandLine,
-    DecisionOutcome,
-    Prompt,
-    RcaSummary,
-    StatusView,
-)
+from bot.chat.approval_cards import ApprovalCard, DecisionOutcome
+from bot.chat.command_lines import CommandLine
+from bot.chat.endings import RcaSummary
 from bot.chat.ports import ChatPort, KeyedPosts, Thread
+from bot.chat.prompt_wording import Prompt
+from bot.chat.status import StatusView
 from core.session_state import iso_utc, utc_now
 
 log = logging.getLogger(__name__)

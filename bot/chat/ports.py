@@ -5,14 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from bot.chat.content import (
-    ApprovalCard,
-    CommandLine,
-    DecisionOutcome,
-    Prompt,
-    RcaSummary,
-    StatusView,
-)
+from bot.chat.approval_cards import ApprovalCard, DecisionOutcome
+from bot.chat.command_lines import CommandLine
+from bot.chat.endings import RcaSummary
+from bot.chat.prompt_wording import Prompt
+from bot.chat.status import StatusView
 
 
 class Thread(Protocol):

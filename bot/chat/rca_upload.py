@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.chat.content import rca_interrupted, rca_summary
+from bot.chat.endings import rca_interrupted, rca_summary
 from bot.chat.outbox import NothingSent, Outbox, backoff, transient
 from bot.chat.ports import ChatPort
 from core.session_state import iso_utc, utc_now

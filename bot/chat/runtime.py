@@ -15,20 +15,14 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.chat.content import (
-    DecisionOutcome,
-    Prompt,
-    approval_card,
-    brain_failure,
-    prompt_for,
-    status_view,
-    unexpected_failure,
-)
+from bot.chat.approval_cards import DecisionOutcome, approval_card
+from bot.chat.endings import brain_failure, unexpected_failure
 from bot.chat.notifier import ChatNotifier, InvestigationCancelled
 from bot.chat.orphans import OrphanDesk
 from bot.chat.outbox import KEY as OUTBOX_KEY
 from bot.chat.outbox import SENT, keyed_port, owes
 from bot.chat.ports import ChatPort
+from bot.chat.prompt_wording import Prompt, prompt_for
 from bot.chat.prompts import (
     CANCELLED,
     DONE,
@@ -45,6 +39,7 @@ from bot.chat.prompts import (
     key_of,
 )
 from bot.chat.rca_upload import RcaUploads
+from bot.chat.status import status_view
 from bot.worker import InFlight
 from core.engine.loop import Engine, Outcome
 from core.errors import GhostError
@@ -405,7 +400,7 @@ class ChatRuntime:
 
     def close_card(self, approval_id: str, outcome: DecisionOutcome | None = None) -> None:
         """Replace a decided card's buttons by its outcome, for everyone."""
-        from bot.chat.content import outcome_of
+        from bot.chat.approval_cards import outcome_of
 
         approval = self.store.get_approval(approval_id)
         if approval is None or not approval.message_ref:

@@ -193,7 +193,8 @@ def _usage(engine_state: object) -> str | None:
 def _decide_open_approval(engine: object, store: object, approval_id: str | None) -> bool:
     """Ask again for a request that is still pending; False when there is nothing to ask."""
     from core.engine.loop import Engine
-    from core.safety.shell import ST_PENDING, SafeExecShell, request_view
+    from core.safety.approval_records import ST_PENDING, request_view
+    from core.safety.shell import SafeExecShell
     from storage.store import Store
 
     assert isinstance(engine, Engine) and isinstance(store, Store)

@@ -109,7 +109,7 @@ def _close_chat_card(settings: Any, store: Any, approval_id: str,
     if not result.message_ref or not settings.slack_bot_token:
         return
     try:
-        from bot.chat.content import approval_card, outcome_of
+        from bot.chat.approval_cards import approval_card, outcome_of
         from bot.slack.client import make_client
         from bot.slack.port import SlackPort
 

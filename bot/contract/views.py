@@ -80,7 +80,7 @@ def session_doc(inv: Any, *, verbose: bool = False, now: datetime | None = None,
     """One row of `ghost session list --json`: ``interrupted`` is a terminal run nobody holds
     any more (its process died); ``cost_usd`` is null when no call reported usage or a model
     has no price (GHOST_PRICES)."""
-    from bot.terminal.tables import shown_status
+    from bot.chat.status import shown_status
     from core.engine.usage import priced, recorded
 
     calls = recorded(inv.engine_state)

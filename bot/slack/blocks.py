@@ -1,4 +1,4 @@
-"""Block Kit builders: the chat-neutral content of ``bot.chat.content`` as Slack messages.
+"""Block Kit builders: the chat-neutral content of ``bot.chat`` as Slack messages.
 
 Every builder returns ``(blocks, text)``; ``text`` is the notification/fallback line. Slack caps a
 section's text at 3000 characters, so long model text and commands are shortened here.
@@ -9,16 +9,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.chat.content import (
-    ApprovalCard,
-    CommandLine,
-    DecisionOutcome,
-    Prompt,
-    RcaSummary,
-    StatusView,
-)
+from bot.chat.approval_cards import ApprovalCard, DecisionOutcome
+from bot.chat.command_lines import CommandLine
+from bot.chat.endings import RcaSummary
 from bot.chat.orphans import OrphanReport
+from bot.chat.prompt_wording import Prompt
 from bot.chat.prompts import button_value
+from bot.chat.status import StatusView
 
 Blocks = list[dict[str, Any]]
 

@@ -26,10 +26,12 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
-from bot.chat.content import HELP, list_lines, outcome_of, status_line, status_view
+from bot.chat.approval_cards import outcome_of
 from bot.chat.decisions import Decider, DecisionRequest
+from bot.chat.help_text import HELP
 from bot.chat.prompts import CONTINUED, MENTIONED, split_value
 from bot.chat.runtime import ChatRuntime, NotWaiting
+from bot.chat.status import list_lines, status_line, status_view
 from bot.chat.steering import why_not_steer
 from bot.slack import blocks
 from bot.slack.port import SlackPort

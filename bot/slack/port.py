@@ -11,17 +11,14 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
 
-from bot.chat.content import (
-    ApprovalCard,
-    CommandLine,
-    DecisionOutcome,
-    Prompt,
-    RcaSummary,
-    StatusView,
-)
+from bot.chat.approval_cards import ApprovalCard, DecisionOutcome
+from bot.chat.command_lines import CommandLine
+from bot.chat.endings import RcaSummary
 from bot.chat.orphans import OrphanReport
 from bot.chat.outbox import NothingSent, transient
 from bot.chat.ports import Thread
+from bot.chat.prompt_wording import Prompt
+from bot.chat.status import StatusView
 from bot.slack import blocks
 from bot.slack.client import Pacer, ServerErrorRetry
 

@@ -21,15 +21,8 @@ from botbuilder.core import TurnContext
 from botbuilder.core.teams import TeamsActivityHandler
 from botbuilder.schema import Activity, AdaptiveCardInvokeResponse, AdaptiveCardInvokeValue
 
-from bot.chat.content import (
-    HELP,
-    StatusView,
-    list_lines,
-    status_line,
-    status_view,
-    teams_words,
-)
 from bot.chat.decisions import Decider, DecisionRequest, DecisionResult
+from bot.chat.help_text import HELP, teams_words
 from bot.chat.prompts import (
     CONTINUED,
     DONE,
@@ -39,6 +32,7 @@ from bot.chat.prompts import (
     answer_of,
 )
 from bot.chat.runtime import ChatRuntime, NotWaiting
+from bot.chat.status import StatusView, list_lines, status_line, status_view
 from bot.chat.steering import why_not_steer
 from bot.chat.threads import begin_in_thread
 from bot.teams import cards
@@ -267,7 +261,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
     def _card_for(self, approval_id: str, result: DecisionResult | None = None, *,
                   notice: str | None = None) -> cards.Card:
         """The approval card as it now stands, with an optional note for the clicker."""
-        from bot.chat.content import approval_card, outcome_of
+        from bot.chat.approval_cards import approval_card, outcome_of
 
         approval = self.store.get_approval(approval_id)
         inv = self.store.get_investigation(approval.session_id)

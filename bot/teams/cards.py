@@ -1,4 +1,4 @@
-"""Adaptive Card builders: the chat-neutral content of ``bot.chat.content`` as Teams cards.
+"""Adaptive Card builders: the chat-neutral content of ``bot.chat`` as Teams cards.
 
 Plain dicts, no botbuilder: the cards stay the same if the adapter moves to the Microsoft 365
 Agents SDK. Buttons are ``Action.Execute`` (Universal Actions, schema 1.4), so a click arrives as
@@ -13,14 +13,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bot.chat.content import (
-    ApprovalCard,
-    CommandLine,
-    DecisionOutcome,
-    Prompt,
-    RcaSummary,
-    StatusView,
-)
+from bot.chat.approval_cards import ApprovalCard, DecisionOutcome
+from bot.chat.command_lines import CommandLine
+from bot.chat.endings import RcaSummary
+from bot.chat.prompt_wording import Prompt
+from bot.chat.status import StatusView
 
 Card = dict[str, Any]
 Names = Callable[[str | None], str]

@@ -32,18 +32,14 @@ from botbuilder.schema import (
     ErrorResponseException,
 )
 
-from bot.chat.content import (
-    ApprovalCard,
-    CommandLine,
-    DecisionOutcome,
-    Prompt,
-    RcaSummary,
-    StatusView,
-    approvals_needed,
-    teams_words,
-)
+from bot.chat.approval_cards import ApprovalCard, DecisionOutcome, approvals_needed
+from bot.chat.command_lines import CommandLine
+from bot.chat.endings import RcaSummary
+from bot.chat.help_text import teams_words
 from bot.chat.outbox import NothingSent, transient
 from bot.chat.ports import Thread
+from bot.chat.prompt_wording import Prompt
+from bot.chat.status import StatusView
 from bot.teams import cards
 from bot.teams.files import ChannelFiles, FilesRefused
 from bot.teams.loop import LoopThread

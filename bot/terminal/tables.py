@@ -11,24 +11,13 @@ from typing import Any, TextIO
 from rich import box
 from rich.table import Table
 
+from bot.chat.status import shown_status
 from bot.terminal.prompt import is_tty
 from bot.terminal.style import console_for
 
-#: the statuses in which an investigation may still continue
-LIVE_STATUSES = ("queued", "running", "awaiting_approval", "awaiting_user")
 SYMPTOM_CHARS = 60
 #: piped output is not cut to a terminal's width
 PIPE_WIDTH = 200
-
-
-def shown_status(inv: Any, now: datetime) -> str:
-    """The status, or "interrupted" for a terminal run nobody holds any more (no worker runs
-    a terminal investigation, so one left "queued" by a killed process is interrupted too)."""
-    if inv.platform != "terminal" or inv.status not in LIVE_STATUSES:
-        return str(inv.status)
-    expires = inv.lease_expires_at
-    held = bool(inv.lease_owner) and expires is not None and expires > now
-    return str(inv.status) if held else "interrupted"
 
 
 def _symptom(inv: Any) -> str:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from core.orchestrator import CloudOrchestrator, OrchestratorConfig
 from core.safety.approval import Decision
-from core.safety.shell import SafeExecShell, ShellLimits
+from core.safety.command_run import ShellLimits
+from core.safety.shell import SafeExecShell
 from storage.store import Store
 from tests.engine.fakes import FakeBrain, RecordingOrchestrator, call, reply
 from tests.engine.test_loop import Approver, Rig

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forensics import reader
+from forensics import chunks, reader
 from forensics.share_reader import shares_of_chunk
 from forensics.split import share_of_record
 from lab.pcap import PcapWriter
@@ -78,9 +78,17 @@ def _big_endian(blob: bytes) -> bytes:
     return b"".join(out)
 
 
-@pytest.mark.parametrize("variant", ["little", "big", "nanosecond"])
+def _unmappable(*_args: object, **_kw: object) -> None:
+    raise OSError("this file cannot be memory-mapped")
+
+
+@pytest.mark.parametrize("variant", ["little", "big", "nanosecond", "unmapped"])
 def test_records_across_chunk_boundaries_give_the_same_output(
         variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regular files are mapped and walked in windows of CHUNK bytes; a file that cannot be
+    mapped (a pipe) is read into chunks: both give the single-process output."""
+    if variant == "unmapped":
+        monkeypatch.setattr(chunks.mmap, "mmap", _unmappable)
     w: PcapWriter = generate(21, 30)
     w.nanosecond = variant == "nanosecond"
     blob = w.to_bytes()

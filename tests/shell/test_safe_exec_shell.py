@@ -15,7 +15,8 @@ import pytest
 
 from bot.terminal.approver import TerminalApprover, render_alert
 from core.safety.approval import ApprovalRequest, Decision
-from core.safety.shell import SafeExecShell, ShellLimits
+from core.safety.command_run import ShellLimits
+from core.safety.shell import SafeExecShell
 from storage.store import Store
 
 PY = sys.executable

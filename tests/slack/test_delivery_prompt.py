@@ -45,7 +45,7 @@ def test_a_root_posted_by_a_holder_killed_before_recording_it_is_found_not_poste
         slack: SlackHarness, fake_gemini: Any) -> None:
     """The dead holder's root reached Slack (with the investigation's key in its metadata)
     but not the database: the next holder finds it and the thread goes on under it."""
-    from bot.chat.content import status_view
+    from bot.chat.status import status_view
 
     runtime = slack.services.runtime
     fake_gemini.enqueue(text_turn("Which resource group?"))

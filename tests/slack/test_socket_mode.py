@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bot.chat.content import HELP
+from bot.chat.help_text import HELP
 from bot.slack import blocks
 from tests.fakes.gemini_server import text_turn
 from tests.fakes.slack_api import Call, FakeSlack, FakeSocketMode

@@ -83,7 +83,7 @@ def test_each_decided_teams_card_says_what_happened(teams: TeamsHarness,
 def test_the_approval_card_builder_names_a_failure_plainly() -> None:
     """A command that could not run is not shown with a ✅ (the builder, both platforms' shared
     outcome)."""
-    from bot.chat.content import ApprovalCard, DecisionOutcome, ran_outcome
+    from bot.chat.approval_cards import ApprovalCard, DecisionOutcome, ran_outcome
 
     card = ApprovalCard("a1", "s1", "nmap -p 22 10.0.0.4", "RISKY", 3, "T3.unknown_program",
                         "", "", "local", "UREQ", None, "1 approval.", None)

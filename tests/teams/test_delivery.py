@@ -126,7 +126,7 @@ def a_conversation(activity: Activity) -> str:
 
 
 def test_a_card_update_is_retried_too(throttled: TeamsHarness, fake_gemini: Any) -> None:
-    from bot.chat.content import StatusView
+    from bot.chat.status import StatusView
 
     fake_gemini.enqueue(complete())
     inv = start(throttled)
