@@ -45,6 +45,8 @@ _TCPHDR = struct.Struct("!HHIIBBH").unpack_from  # sport dport seq ack off flags
 _UDPHDR = struct.Struct("!HHH").unpack_from
 # IPv4 header in one call: version/IHL, total length, flags/fragment offset, protocol, addresses
 _IPV4HDR = struct.Struct("!BxH2xHxB2x8s").unpack_from
+# the EtherType and that IPv4 header, for an Ethernet frame: one call for the common packet
+_ETH_IPV4HDR = struct.Struct("!12xHBxH2xHxB2x8s").unpack_from
 _IPV6_EXT = frozenset((0, 43, 60, 51))
 
 # Conversation list layout: [dir0 state, dir1 state, first rtt ns, last SYN ns, flow record]
@@ -162,6 +164,7 @@ class Analyzer:
         u32 = _U32
         udphdr = _UDPHDR
         ipv4hdr = _IPV4HDR
+        eth_ipv4hdr = _ETH_IPV4HDR
         dns = self.dns
         icmp = self.icmp
         app = self.app
@@ -198,8 +201,13 @@ class Analyzer:
                 if frame == 1:
                     first_ts = ts
             # ---------------- link layer
+            pre = False  # True: the IPv4 header was read with the link header
             if linktype == 1:
-                et = u16(buf, off + 12)[0] if caplen >= 14 else 0
+                if caplen >= 34:
+                    et, vihl, iplen, fragw, proto, addrs = eth_ipv4hdr(buf, off)
+                    pre = et == 0x0800
+                else:
+                    et = u16(buf, off + 12)[0] if caplen >= 14 else 0
                 l3 = off + 14
                 if et != 0x0800:
                     while et in (0x8100, 0x88A8, 0x9100) and l3 + 4 <= end:
@@ -243,11 +251,14 @@ class Analyzer:
             while True:
                 wire_end = l3 - off  # bytes of link header, for wire-length arithmetic
                 if et == 0x0800:
-                    if l3 + 20 > end:
-                        self.undecodable_packets += 1
-                        break
+                    if pre:
+                        pre = False
+                    else:
+                        if l3 + 20 > end:
+                            self.undecodable_packets += 1
+                            break
+                        vihl, iplen, fragw, proto, addrs = ipv4hdr(buf, l3)
                     v4 += 1
-                    vihl, iplen, fragw, proto, addrs = ipv4hdr(buf, l3)
                     ihl = (vihl & 0x0F) * 4
                     avail = wirelen - wire_end
                     if iplen == 0:

@@ -43,27 +43,35 @@ def chain_walk(buf: bytes, start: int, stop: int, endian: str,
     mark = fields.append
     p = start + 8
     last = stop - 8  # the last place a whole record header can end
+    # A record goes past the chunk when q > lim; so does every one whose header does not fit
+    # (p > last): no test of p per record, and reading past the end of ``buf`` ends the walk.
+    lim = stop + 8
     if endian == NATIVE:  # the length words read through four word views: no struct call
         size = len(buf)
         views = tuple(memoryview(buf)[k:k + (size - k) // 4 * 4].cast("I") for k in range(4))
         try:
-            while p <= last:
+            while True:
                 q = p + 16 + views[p & 3][p >> 2]
-                if q > stop + 8:  # cut off by the end of the chunk (or corrupt: see below)
+                if q > lim:  # cut off by the end of the chunk (or corrupt: see below)
                     break
                 mark(p)
                 p = q
+        except IndexError:
+            pass
         finally:
             for v in views:
                 v.release()
     else:
         u32 = struct.Struct(endian + "I").unpack_from
-        while p <= last:
-            q = p + 16 + u32(buf, p)[0]
-            if q > stop + 8:
-                break
-            mark(p)
-            p = q
+        try:
+            while True:
+                q = p + 16 + u32(buf, p)[0]
+                if q > lim:
+                    break
+                mark(p)
+                p = q
+        except struct.error:
+            pass
     offs = np.array(fields, dtype=np.int64) - 8
     caplen = words(buf, endian + "u4")[offs + 8] if len(fields) else offs
     bad = np.flatnonzero(caplen > max_record)
@@ -105,35 +113,60 @@ def pcap_chunks(fh: BinaryIO, endian: str, ns: bool, warnings: list[str], chunk:
     A regular file is memory-mapped (no copy of each chunk into the process) and the pages
     already walked are dropped from the mapping as it goes, so the resident size stays that
     of a chunk or two; anything else (a pipe) is read into chunks."""
-    try:
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError, io.UnsupportedOperation):
+    mm = map_file(fh)
+    if mm is None:
         yield from _read_chunks(fh, endian, ns, warnings, chunk, max_record)
         return
     try:
-        yield from _mapped_chunks(mm, fh.tell(), endian, ns, warnings, chunk, max_record)
+        yield from mapped_chunks(mm, fh.tell(), endian, ns, warnings, chunk, max_record)
     finally:
-        try:
-            mm.close()
-        except BufferError:  # a record still held by the consumer: closed when it lets go
-            pass
+        unmap(mm)
 
 
-def _mapped_chunks(mm: mmap.mmap, start: int, endian: str, ns: bool, warnings: list[str],
-                   chunk: int, max_record: int) -> Iterator[Chunk]:
+def map_file(fh: BinaryIO) -> mmap.mmap | None:
+    """``fh`` mapped read-only, or None when it cannot be (a pipe, an empty file)."""
+    try:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def unmap(mm: mmap.mmap) -> None:
+    """Close a mapping; one a record is still held from is closed when it is let go."""
+    try:
+        mm.close()
+    except BufferError:
+        pass
+
+
+class DropBehind:
+    """Gives back the pages of a mapping that the walk has left behind, so that the resident
+    size stays that of a chunk or two however large the file (the page cache keeps them)."""
+
+    def __init__(self, mm: mmap.mmap) -> None:
+        self.mm = mm
+        self.dropped = 0
+
+    def upto(self, offset: int) -> None:
+        """Everything before ``offset`` is done with."""
+        keep = offset - offset % mmap.PAGESIZE
+        if keep > self.dropped:
+            self.mm.madvise(mmap.MADV_DONTNEED, self.dropped, keep - self.dropped)
+            self.dropped = keep
+
+
+def mapped_chunks(mm: mmap.mmap, start: int, endian: str, ns: bool, warnings: list[str],
+                  chunk: int, max_record: int) -> Iterator[Chunk]:
+    """``pcap_chunks`` over a mapping, from byte ``start``; offsets are the file's."""
     buf = cast(bytes, mm)  # a mapping indexes, slices and unpacks as bytes do
     n = len(mm)
-    dropped = 0  # the mapping before this offset was given back (page-aligned)
+    behind = DropBehind(mm)
     while True:
         stop = min(start + chunk, n)
         offs, off, corrupt = chain_walk(buf, start, stop, endian, max_record)
         if len(offs):
             yield (buf, offs, *_headers(buf, offs, endian, ns))
-            # the consumer is done with these records: their pages leave the resident set
-            keep = off - off % mmap.PAGESIZE
-            if keep > dropped:
-                mm.madvise(mmap.MADV_DONTNEED, dropped, keep - dropped)
-                dropped = keep
+            behind.upto(off)  # the consumer is done with these records
         if corrupt:
             warnings.append(_corrupt(off, corrupt))
             return

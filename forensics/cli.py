@@ -11,6 +11,7 @@ capture, unreadable, missing or unwritable output directory), 3 for an internal 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -94,7 +95,21 @@ def _check_output_dir(path: str | None, flag: str) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    """The CLI without the process exit, for tests."""
+    """The CLI without the process exit, for tests.
+
+    The cyclic garbage collector is off while it runs: the analysis makes no garbage cycles
+    worth collecting (packets are freed by reference counting), but its million allocations
+    set off collections that scan every flow record again and again (~3% of the time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(argv)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _run(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     cap = args.capture
     _check_input(cap, "capture")

@@ -16,9 +16,12 @@ record, the capture is analysed again in one process.
 
 from __future__ import annotations
 
+import functools
+import mmap
 import os
 import pickle
 import struct
+import tempfile
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -26,7 +29,7 @@ from .analyzer import EVIDENCE_PER_FLAG, Analyzer
 from .app import MAX_EXAMPLES as APP_EXAMPLES
 from .errors import CorruptCaptureError
 from .flows import F_FIRST_FRAME
-from .reader import open_share
+from .reader import CHUNK, MAX_RECORD, CaptureInfo, identify, open_capture
 from .tcp_analysis import FLAG_NAMES
 
 #: below this size one process is faster than starting others (measured: ~0.1 s of start,
@@ -65,30 +68,25 @@ def plan_jobs(path: str, jobs: int | None) -> int:
 
 
 def run_share(path: str, share: int, shares: int) -> Analyzer | None:
-    """Analyse one share of the capture; None when it stopped early (corrupt record)."""
-    info, records, totals = open_share(path, share, shares)
+    """Analyse one share of the capture, every share reading the whole file and the analyzer
+    skipping other shares' packets after its link-layer decode (pcapng, uncommon link types);
+    None when it stopped early (corrupt record)."""
+    info, records = open_capture(path)
     a = Analyzer(info)
     a.share, a.shares = share, shares
-    if totals is not None:
-        a.frames_given_linktype = info.linktypes[0]
     try:
         a.run(records)
     except (CorruptCaptureError, struct.error, IndexError):
         return None
-    if totals is not None:  # the reader saw every record, the analyzer only this share's
-        (a.packets, a.bytes, a.truncated_packets, a.ts_backwards, a.first_ts,
-         a.last_ts) = totals
-    a.frames_given_linktype = 0
     return a
 
 
-def _child(path: str, share: int, shares: int, wfd: int) -> None:
+def _send(wfd: int, work: Callable[[], Analyzer | None]) -> None:
     """Body of a forked share: analyse, send the pickled result down the pipe, exit."""
     code = 0
     try:
         try:
-            a = run_share(path, share, shares)
-            blob = pickle.dumps(a, protocol=pickle.HIGHEST_PROTOCOL)
+            blob = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - the parent redoes the analysis in one process
             blob = pickle.dumps(None)
         with os.fdopen(wfd, "wb") as out:
@@ -104,8 +102,78 @@ def analyze_parallel(path: str, shares: int) -> Analyzer | None:
     in one process (no fork on this platform, a share failed, or a flow straddled shares)."""
     if not hasattr(os, "fork"):
         return None
-    from . import share_reader  # noqa: F401 - numpy loaded once, before the fork
+    from . import share_reader  # numpy loaded once, before the fork
+    from .chunks import map_file, unmap
 
+    info, fh, pcap = identify(path)
+    with fh:
+        mm = map_file(fh) if pcap is not None and pcap[2] in share_reader.L3_AT else None
+        if mm is None:
+            fh.close()
+            return _gather(shares, lambda share: run_share(path, share, shares))
+        try:
+            return _dealt(path, info, mm, cast(tuple[str, bool, int], pcap), shares)
+        finally:
+            unmap(mm)
+
+
+def _dealt(path: str, info: CaptureInfo, mm: mmap.mmap, pcap: tuple[str, bool, int],
+           shares: int) -> Analyzer | None:
+    """Share 0 walks the mapped pcap and deals the other shares their records
+    (share_reader.py); each share analyses its own."""
+    from .chunks import map_file
+    from .share_reader import deal, dealt_records, own_records
+
+    endian, ns, linktype = pcap
+    with tempfile.TemporaryFile(prefix="ghost-forensics-") as spool:
+        notices: list[int] = []
+        reading: list[int] = []
+
+        def other(share: int) -> Analyzer | None:
+            for fd in notices:  # share 0's ends of the other shares' pipes
+                os.close(fd)
+            own_info, own_fh, _pcap = identify(path)
+            with own_fh:
+                own_mm = map_file(own_fh)
+                if own_mm is None:
+                    return None
+                a = Analyzer(own_info)
+                a.share, a.shares, a.frames_given_linktype = share, shares, linktype
+                a.run(dealt_records(own_mm, spool.fileno(), reading[share - 1]))
+                a.frames_given_linktype = 0
+                return a
+
+        def first() -> Analyzer | None:
+            for fd in reading:
+                os.close(fd)
+            reading.clear()
+            own, totals = deal(mm, 24, endian, ns, linktype, shares, spool.fileno(), notices,
+                               CHUNK, MAX_RECORD)
+            for fd in notices:
+                os.close(fd)
+            notices.clear()
+            a = Analyzer(info)
+            a.share, a.shares, a.frames_given_linktype = 0, shares, linktype
+            try:
+                a.run(own_records(mm, own))
+            except (CorruptCaptureError, struct.error, IndexError):
+                return None
+            a.frames_given_linktype = 0
+            info.warnings.extend(totals.warnings)
+            (a.packets, a.bytes, a.truncated_packets, a.ts_backwards, a.first_ts,
+             a.last_ts) = (totals.frames, totals.bytes, totals.truncated, totals.backwards,
+                           totals.first_ts, totals.last_ts)
+            return a
+
+        for _share in range(1, shares):
+            rfd, wfd = os.pipe()
+            reading.append(rfd)
+            notices.append(wfd)
+        return _gather(shares, lambda share: first() if share == 0 else other(share))
+
+
+def _gather(shares: int, work: Callable[[int], Analyzer | None]) -> Analyzer | None:
+    """Run ``work(share)`` for shares 1.. in forked processes and share 0 here; merge."""
     children: list[tuple[int, int]] = []
     try:
         for share in range(1, shares):
@@ -113,10 +181,12 @@ def analyze_parallel(path: str, shares: int) -> Analyzer | None:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - runs in the child, which exits
                 os.close(rfd)
-                _child(path, share, shares, wfd)
+                for _pid, fd in children:
+                    os.close(fd)
+                _send(wfd, functools.partial(work, share))
             os.close(wfd)
             children.append((pid, rfd))
-        results: list[Analyzer | None] = [run_share(path, 0, shares)]
+        results: list[Analyzer | None] = [work(0)]
         for pid, rfd in children:
             with os.fdopen(rfd, "rb") as inp:
                 blob = inp.read()
@@ -202,11 +272,7 @@ def merge(parts: list[Analyzer]) -> Analyzer | None:
             return None
         seen.update(p.tcp_convs)
         seen_other.update(p.other_flows)
-    # the capture totals: the last share's reader counted them over every record
-    last = parts[-1]
-    (a.packets, a.bytes, a.truncated_packets, a.ts_backwards, a.first_ts, a.last_ts) = (
-        last.packets, last.bytes, last.truncated_packets, last.ts_backwards, last.first_ts,
-        last.last_ts)
+    # the capture totals: share 0 counted them over every record (``a`` is share 0)
     for p in rest:
         a.oversized_packets += p.oversized_packets
         a.ip_len_zero += p.ip_len_zero

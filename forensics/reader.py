@@ -106,27 +106,10 @@ def check_capture(path: str) -> CaptureInfo:
     return info
 
 
-def open_share(path: str, share: int, shares: int
-               ) -> tuple[CaptureInfo, Iterator[Record], list[int] | None]:
-    """``open_capture`` for one share of a parallel analysis (parallel.py).
-
-    For a pcap of a common link type the reader itself drops other shares' packets, a chunk
-    at a time (share_reader.py), which is the cheapest place to do it; each record then
-    carries its frame number where the link type goes (the capture's one link type is
-    ``info.linktypes[0]``), and the returned list holds what every record adds to the
-    capture's totals: [frames, bytes, truncated, timestamps going backwards, first ts, last
-    ts], filled in when the records run out (the other shares count only the frames).
-    Otherwise the list is None and the analyzer skips other shares' packets itself.
-    """
-    info, fh, pcap = _identify(path)
-    if pcap is None:
-        return info, _iter_pcapng(fh, info), None
-    if pcap[2] not in (1, 113, 101, 228):  # share_reader.L3_AT: the link types it splits
-        return info, _iter_pcap(fh, *pcap, info), None
-    from .share_reader import iter_pcap_share  # numpy: loaded for parallel runs only
-
-    stats = [0, 0, 0, 0, 0, 0]
-    return info, iter_pcap_share(fh, *pcap, info, share, shares, stats, CHUNK, MAX_RECORD), stats
+def identify(path: str) -> tuple[CaptureInfo, BinaryIO, tuple[str, bool, int] | None]:
+    """The header facts, the open file after its header, and (byte order, ns, link type) for
+    a pcap (None for pcapng, whose file is rewound). Raises NotACaptureError."""
+    return _identify(path)
 
 
 def _iter_pcap(

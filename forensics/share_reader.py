@@ -1,11 +1,15 @@
-"""The pcap reader of one share of a parallel analysis, with the split done a chunk at a time.
+"""How the shares of a parallel analysis get their records from a pcap: share 0 walks the
+file once for all of them (issue #21).
 
-Every share walks every record of the file, so what it spends on the records it skips is paid
-once per share: the records come a chunk at a time as arrays (chunks.py), and the share of
-each packet (split.py's rule for plain IPv4 TCP/UDP) and the capture totals are worked out for
-the whole 8 MB chunk at once with numpy. Packets the vector rule cannot place (VLAN tags, IP
-options, IPv6, fragments, cut-off headers) go through ``split.share_of_record`` one by one, so
-the split is exactly split.py's.
+Walking a pcap is the one per-record job that cannot be split: each record's place follows
+from the one before. So share 0 walks the mapped file (chunks.py), places every packet in its
+share for a whole 8 MB chunk at once with numpy (split.py's rule: plain IPv4 TCP/UDP by a
+vector hash, the packets the vector rule cannot place through ``split.share_of_record``), counts
+the capture totals, and deals out the records: each other share's rows (packet offset, lengths,
+time, frame number) go to a spool file, and a small notice down that share's pipe says where.
+The other shares map the file themselves and only read their rows, so they start analysing as
+soon as the first chunk is dealt; share 0 gets fewer flows (split.owners) to make up for the
+walk. Pipes carry 16-byte notices only: a share that falls behind never blocks the walk.
 
 numpy is loaded for parallel runs and comparisons only: a capture small enough for one
 process never loads it.
@@ -13,23 +17,33 @@ process never loads it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import mmap
+import os
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from itertools import chain, repeat
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from .chunks import pcap_chunks, words
-from .split import SPECIAL_PORTS, share_of_record
+from .chunks import DropBehind, mapped_chunks, words
+from .split import BUCKETS, SPECIAL_PORTS, owners, share_of_record
 
 if TYPE_CHECKING:
-    from .reader import CaptureInfo, Record
+    from .reader import Record
 
 #: bytes before the IPv4 header, by link type (the layouts the vector rule reads)
 L3_AT = {1: 14, 113: 16, 101: 0, 228: 0}
 #: the ethertype's offset, for link types that have one
 ET_AT = {1: 12, 113: 14}
 _SPECIAL = np.array(sorted(SPECIAL_PORTS), dtype=np.uint32)
+#: a notice down a share's pipe: where its rows start in the spool, how many (-1: the end)
+NOTICE = struct.Struct("<qq")
+#: int64 columns of a dealt row: packet offset, captured length, wire length, time, frame
+COLUMNS = 5
+#: one share's records of one chunk, as those columns
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def shares_of_chunk(buf: bytes, offs: np.ndarray, caplen: np.ndarray, linktype: int,
@@ -55,45 +69,115 @@ def shares_of_chunk(buf: bytes, offs: np.ndarray, caplen: np.ndarray, linktype: 
     sport, dport = ports >> 16, ports & 0xFFFF
     ok &= ~np.isin(sport, _SPECIAL) & ~np.isin(dport, _SPECIAL)
     x = w32[at + 12].astype(np.uint64) ^ w32[at + 16] ^ sport ^ dport
-    owner: np.ndarray = ((x ^ (x >> 16) ^ (x >> 8)) % shares).astype(np.int64)
+    table = np.array(owners(shares), dtype=np.int64)
+    owner: np.ndarray = table[(x ^ (x >> 16) ^ (x >> 8)) % BUCKETS]
     for i in np.flatnonzero(~ok).tolist():  # the rule in full, one by one
         owner[i] = share_of_record(buf, int(offs[i]) + 16, int(caplen[i]), linktype, shares)
     return owner
 
 
-def iter_pcap_share(fh: BinaryIO, endian: str, ns: bool, linktype: int, info: CaptureInfo,
-                    share: int, shares: int, stats: list[int], chunk: int, max_record: int
-                    ) -> Iterator[Record]:
-    """The records of share ``share``, each with its frame number in the link type's place;
-    ``stats`` as ``reader.open_share`` describes it. The records of a chunk are handed out by
-    ``zip`` through ``chain``: no Python code runs per record taken."""
-    return chain.from_iterable(
-        _chunks(fh, endian, ns, linktype, info, share, shares, stats, chunk, max_record))
+@dataclass
+class Totals:
+    """What every record adds to the capture, counted by the walk: frames, bytes, truncated
+    packets, timestamps going backwards, first and last time (as ``Analyzer`` counts them)."""
+
+    frames: int = 0
+    bytes: int = 0
+    truncated: int = 0
+    backwards: int = 0
+    first_ts: int = 0
+    last_ts: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, cap: np.ndarray, wire: np.ndarray, ts: np.ndarray) -> None:
+        self.bytes += int(wire.sum())
+        self.truncated += int(np.count_nonzero(cap < wire))
+        if self.frames == 0:
+            self.first_ts = int(ts[0])
+        peak = np.maximum.accumulate(np.concatenate(
+            (np.array([self.last_ts], dtype=np.int64), ts)))
+        self.backwards += int(np.count_nonzero(ts < peak[:-1]))
+        self.last_ts = int(peak[-1])
+        self.frames += len(ts)
 
 
-def _chunks(fh: BinaryIO, endian: str, ns: bool, linktype: int, info: CaptureInfo,
-            share: int, shares: int, stats: list[int], chunk: int, max_record: int
-            ) -> Iterator[Iterator[Record]]:
-    frame = nbytes = truncated = backwards = first_ts = last_ts = 0
-    totals = share == shares - 1
+def deal(mm: mmap.mmap, start: int, endian: str, ns: bool, linktype: int, shares: int,
+         spool: int, notices: list[int], chunk: int, max_record: int
+         ) -> tuple[list[Rows], Totals]:
+    """Share 0's walk: every other share's rows to ``spool`` with a notice down its pipe
+    (``notices[k - 1]`` for share k), share 0's own rows and the totals returned. A share
+    whose pipe broke (it died) is skipped; the merge then finds its result missing."""
+    totals = Totals()
+    own: list[Rows] = []
+    at = 0
+    alive = list(notices)
     try:
-        for buf, offs, cap, wire, ts in pcap_chunks(fh, endian, ns, info.warnings, chunk,
-                                                    max_record):
-            if totals:
-                nbytes += int(wire.sum())
-                truncated += int(np.count_nonzero(cap < wire))
-                if frame == 0:
-                    first_ts = int(ts[0])
-                peak = np.maximum.accumulate(np.concatenate(
-                    (np.array([last_ts], dtype=np.int64), ts)))
-                backwards += int(np.count_nonzero(ts < peak[:-1]))
-                last_ts = int(peak[-1])
-            mine = np.flatnonzero(shares_of_chunk(buf, offs, cap, linktype, shares) == share)
-            first = frame + 1
-            frame += len(offs)
-            yield zip(repeat(buf, len(mine)), (offs[mine] + 16).tolist(), cap[mine].tolist(),
-                      wire[mine].tolist(), ts[mine].tolist(), (mine + first).tolist(),
-                      strict=True)
+        for buf, offs, cap, wire, ts in mapped_chunks(mm, start, endian, ns, totals.warnings,
+                                                      chunk, max_record):
+            first = totals.frames + 1
+            totals.add(cap, wire, ts)
+            owner = shares_of_chunk(buf, offs, cap, linktype, shares)
+            frames = np.arange(first, first + len(offs), dtype=np.int64)
+            rows = np.stack((offs + 16, cap, wire, ts, frames))
+            for k in range(shares):
+                mine = rows[:, owner == k]
+                if k == 0:
+                    own.append(cast(Rows, tuple(mine)))
+                elif mine.shape[1] and alive[k - 1] >= 0:
+                    data = np.ascontiguousarray(mine).tobytes()
+                    os.pwrite(spool, data, at)
+                    alive[k - 1] = _notify(alive[k - 1], at, mine.shape[1])
+                    at += len(data)
     finally:
-        stats[:] = [frame, nbytes, truncated, backwards, first_ts, last_ts]
-        fh.close()
+        for fd in alive:
+            if fd >= 0:
+                _notify(fd, 0, -1)
+    return own, totals
+
+
+def _notify(fd: int, at: int, n: int) -> int:
+    """Send one notice; the descriptor, or -1 once the share is gone."""
+    try:
+        os.write(fd, NOTICE.pack(at, n))
+        return fd
+    except BrokenPipeError:
+        return -1
+
+
+def own_records(mm: mmap.mmap, own: Iterable[Rows]) -> Iterator[Record]:
+    """Share 0's records, each with its frame number where the link type goes."""
+    return chain.from_iterable(_zipped(mm, own))
+
+
+def dealt_records(mm: mmap.mmap, spool: int, notices: int) -> Iterator[Record]:
+    """Another share's records as share 0 deals them (the end when its notices end)."""
+    return chain.from_iterable(_zipped(mm, _received(spool, notices)))
+
+
+def _received(spool: int, notices: int) -> Iterator[Rows]:
+    while True:
+        raw = b""
+        while len(raw) < NOTICE.size:
+            part = os.read(notices, NOTICE.size - len(raw))
+            if not part:  # share 0 is gone: its analysis is redone in one process
+                raise EOFError("share 0 stopped dealing records")
+            raw += part
+        at, n = NOTICE.unpack(raw)
+        if n < 0:
+            return
+        data = os.pread(spool, n * COLUMNS * 8, at)
+        yield cast(Rows, tuple(np.frombuffer(data, dtype=np.int64).reshape(COLUMNS, n)))
+
+
+def _zipped(mm: mmap.mmap, batches: Iterable[Rows]) -> Iterator[Iterator[Record]]:
+    """Each batch as records (``zip`` over its columns: no Python code per record), the pages
+    of a batch given back once the analyzer has taken all of it."""
+    behind = DropBehind(mm)
+    buf = cast(bytes, mm)
+    for off, cap, wire, ts, frame in batches:
+        if not len(off):
+            continue
+        yield cast("Iterator[Record]", zip(
+            repeat(buf, len(off)), off.tolist(), cap.tolist(), wire.tolist(), ts.tolist(),
+            frame.tolist(), strict=True))
+        behind.upto(int(off[-1]) - 16)

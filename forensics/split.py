@@ -1,7 +1,8 @@
 """Which share of a parallel analysis (parallel.py) takes a packet: the rule, in one place.
 
-A plain TCP or UDP packet over IPv4/IPv6 goes to the share its flow hashes to, the hash
-symmetric in the two directions so that both sides of a flow meet in one share. Share 0
+A plain TCP or UDP packet over IPv4/IPv6 goes to the share that owns the bucket its flow
+hashes to, the hash symmetric in the two directions so that both sides of a flow meet in one
+share. Share 0
 takes everything whose flow cannot be told from the first headers or whose analysis spans
 flows: fragments, tunnels (VXLAN, Geneve, GRE, IP in IP), ICMP, DNS, non-IP packets, cut-off
 headers and exotic link types. The pcap reader applies the IPv4 case of this rule to whole
@@ -11,6 +12,7 @@ the general case, also used by the analyzer for pcapng.
 
 from __future__ import annotations
 
+import functools
 import struct
 
 #: fragment flags/offset, protocol, addresses and ports of an IPv4 header without options
@@ -22,6 +24,10 @@ FAST_LINKTYPES = frozenset((1, 113, 276, 101, 12, 14, 228, 229, 0, 108))
 #: ports whose packets go to share 0 whole: DNS (its exchanges span flows), VXLAN and Geneve
 #: (tunnels), and 0
 SPECIAL_PORTS = frozenset((53, 5353, 5355, 4789, 6081, 0))
+#: flows hash into this many buckets, each owned by one share (``owners``)
+BUCKETS = 256
+#: share 0's load against another share's (see ``owners``)
+SHARE0_WEIGHT = 0.64
 
 
 def share_of(buf: bytes, l3: int, end: int, et: int, shares: int) -> int:
@@ -48,7 +54,25 @@ def share_of(buf: bytes, l3: int, end: int, et: int, shares: int) -> int:
     if sport in SPECIAL_PORTS or dport in SPECIAL_PORTS:
         return 0
     x ^= y ^ sport ^ dport
-    return int((x ^ (x >> 16) ^ (x >> 8)) % shares)
+    table: tuple[int, ...] = owners(shares)
+    return table[int(x ^ (x >> 16) ^ (x >> 8)) % BUCKETS]
+
+
+@functools.cache
+def owners(shares: int) -> tuple[int, ...]:
+    """The share of each hash bucket. Share 0 gets about 2/3 of another share's buckets: it
+    also walks the file for every share (share_reader.py), takes the packets whose flow
+    cannot be told, and builds the report after the merge."""
+    if shares <= 1:
+        return (0,) * BUCKETS
+    weights = [SHARE0_WEIGHT] + [1.0] * (shares - 1)
+    given = [0] * shares
+    table = []
+    for _ in range(BUCKETS):  # interleaved, each bucket to the share furthest below its due
+        k = min(range(shares), key=lambda i: (given[i] + 1) / weights[i])
+        given[k] += 1
+        table.append(k)
+    return tuple(table)
 
 
 def share_of_record(buf: bytes, off: int, caplen: int, linktype: int, shares: int) -> int:

@@ -62,7 +62,7 @@ def test_the_vector_rule_is_the_rule_of_split_py(name: str, shares: int) -> None
     want = [share_of_record(blob, o + 16, c, linktype, shares) for o, c in zip(offs, caps,
                                                                                strict=True)]
     assert got == want
-    assert (len(set(got)) == shares) == spread
+    assert (len(set(got)) > 1) == spread
 
 
 def _big_endian(blob: bytes) -> bytes:
@@ -121,3 +121,19 @@ def test_a_corrupt_record_header_after_many_chunks_stops_every_share_alike(
     one = _outputs(path, 1)
     assert "capture is truncated" in one
     assert _outputs(path, 3) == one
+
+
+def test_a_small_capture_never_loads_numpy(tmp_path: Path) -> None:
+    """numpy (~50 ms to load) is for parallel runs and comparisons: the CLI on a capture below
+    the parallel threshold runs without it."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "small.pcap"
+    generate(3, 10).write(str(path))
+    code = ("import sys\nfrom forensics.cli import main\n"
+            f"assert main([{str(path)!r}, '--out', {str(tmp_path)!r}]) == 0\n"
+            "print('numpy' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], timeout=60, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stdout + done.stderr
