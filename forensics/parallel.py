@@ -147,11 +147,15 @@ def _dealt(path: str, info: CaptureInfo, mm: mmap.mmap, pcap: tuple[str, bool, i
             for fd in reading:
                 os.close(fd)
             reading.clear()
-            own, totals = deal(mm, 24, endian, ns, linktype, shares, spool.fileno(), notices,
-                               CHUNK, MAX_RECORD)
-            for fd in notices:
-                os.close(fd)
-            notices.clear()
+            try:
+                own, totals = deal(mm, 24, endian, ns, linktype, shares, spool.fileno(),
+                                   notices, CHUNK, MAX_RECORD)
+            except OSError:  # the spool's disk is full, say: redone in one process
+                return None
+            finally:
+                for fd in notices:
+                    os.close(fd)
+                notices.clear()
             a = Analyzer(info)
             a.share, a.shares, a.frames_given_linktype = 0, shares, linktype
             try:

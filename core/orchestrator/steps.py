@@ -26,7 +26,10 @@ def _q(value: object) -> str:
 
 
 def _context(task: Task) -> str:
-    return str(task.get("investigation_context") or "no context given")
+    """The model's words on why the capture is needed, without a closing full stop: the
+    approval text goes on after them ("… to 8080.. Duration" read as a typo on the card)."""
+    text = str(task.get("investigation_context") or "").strip().rstrip(".").rstrip()
+    return text or "no context given"
 
 
 class StepBook:

@@ -142,3 +142,20 @@ def test_mutated_captures_give_the_same_result_with_3_jobs(tmp_path: Path) -> No
                 _outputs(path, 3)
             continue
         assert _outputs(path, 3) == one
+
+
+def test_a_share_that_dies_is_redone_in_one_process(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A share whose analysis breaks (here: it cannot read what share 0 dealt it) sends no
+    result; the capture is analysed again in one process, with the same output."""
+    from forensics import share_reader
+
+    path = _write(generate(23, 30), tmp_path / "dies.pcap")
+    one = _outputs(path, 1)
+
+    def broken(*_args: object) -> object:
+        raise OSError("the spool cannot be read")
+
+    monkeypatch.setattr(share_reader, "dealt_records", broken)
+    assert parallel.analyze_parallel(str(path), 2) is None
+    assert _outputs(path, 2) == one
