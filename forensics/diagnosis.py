@@ -30,7 +30,8 @@ from .flows import (
     S_RST,
     S_SYN,
     S_SYNACK,
-    flow_to_dict,
+    flow_brief,
+    originator,
     split_addrs,
 )
 
@@ -60,14 +61,15 @@ OUTCOME_TEXT = {  # what each outcome means, without repeating its name
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Connection:
     """One TCP connection as the diagnosis sees it (originator first, as Zeek)."""
 
-    flow: dict[str, Any]
+    flow: dict[str, Any]  # flows.flow_brief()
     outcome: str
     o: int  # raw direction of the originator in the flow record
     facts: FlowFacts | None
+    ends: tuple[str, str]  # the record's addresses in raw direction order
     detail: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -181,12 +183,8 @@ def _outcome(rec: list[Any], fd: dict[str, Any], o: int, facts: FlowFacts | None
     return "established"
 
 
-def diagnose(a: Analyzer, dicts: dict[int, dict[str, Any]] | None = None) -> Diagnosis:
-    """Outcomes, attributed retransmissions and cross-flow patterns for one capture.
-
-    ``dicts`` maps id(flow record) to its flow_to_dict() when the caller already made them.
-    """
-    dicts = dicts or {}
+def diagnose(a: Analyzer) -> Diagnosis:
+    """Outcomes, attributed retransmissions and cross-flow patterns for one capture."""
     convs = _convs(a)
     end_ts = a.last_ts
     tcp = [r for r in a.flows if r[F_PROTO] == 6]
@@ -195,30 +193,30 @@ def diagnose(a: Analyzer, dicts: dict[int, dict[str, Any]] | None = None) -> Dia
     by_flow = a.icmp.by_flow
     conns: list[Connection] = []
     retries = {"syn": 0, "syn_ack": 0, "fin": 0}
+    names: dict[bytes, tuple[str, str]] = {}  # address rendering is the costly part
     for rec in tcp:
-        fd = dicts.get(id(rec)) or flow_to_dict(rec)
-        o = 1 if not rec[F_SEEN0] & S_SYN and (
-            rec[F_SEEN1] & S_SYN or rec[F_SEEN0] & S_SYNACK) else 0  # as flow_to_dict
+        ends = names.get(rec[1])
+        if ends is None:
+            ends = names[rec[1]] = split_addrs(rec[1])
+        o = originator(rec[F_SEEN0], rec[F_SEEN1])
+        fd = flow_brief(rec, ends, o)
         facts = rec[F_DIAG]
         if facts is not None:
             retries["syn"] += sum(facts.syn_retx)
             retries["syn_ack"] += sum(facts.synack_retx)
             retries["fin"] += sum(facts.fin_retx)
-        icmp_hit = by_flow.get(("tcp", fd["src"], fd["sport"], fd["dst"], fd["dport"]))
+        icmp_hit = by_flow.get(("tcp", fd["src"], fd["sport"], fd["dst"], fd["dport"])) \
+            if by_flow else None
         detail: dict[str, Any] = {}
         outcome = _outcome(rec, fd, o, facts, convs.get(id(rec)), icmp_hit, end_ts, edge, detail)
-        conns.append(Connection(fd, outcome, o, facts, detail))
-    diag = Diagnosis(conns, edge, [], _loss(tcp, conns), [], [], [], retries)
+        conns.append(Connection(fd, outcome, o, facts, ends, detail))
+    diag = Diagnosis(conns, edge, [], {}, [], [], [], retries)
     _scans(diag)
     _mtu(diag, tcp, convs, by_flow)
     _explained_loss(diag, tcp)
     _resets(diag)
     _zero_windows(diag, tcp, convs, end_ts)
     return diag
-
-
-def _addr_of(rec: list[Any], d: int) -> str:
-    return split_addrs(rec[1])[d]
 
 
 def _loss(tcp: list[list[Any]], conns: list[Connection],
@@ -233,15 +231,26 @@ def _loss(tcp: list[list[Any]], conns: list[Connection],
         if skip and id(c) in skip:
             continue
         counted += 1
-        hit += bool(c.facts and any(c.facts.data_retx))
         f = c.facts
+        if f is None:  # most connections: data segments, nothing resent
+            for d in (0, 1):
+                seg = rec[F_DSEG0 + d]
+                if seg:
+                    key = c.ends if d == 0 else (c.ends[1], c.ends[0])
+                    row = dirs.get(key)
+                    if row is None:
+                        row = dirs[key] = [0, 0, 0]
+                    row[0] += seg
+                    total[0] += seg
+            continue
+        hit += any(f.data_retx)
         for d in (0, 1):
             seg = rec[F_DSEG0 + d]
             if not seg:
                 continue
-            retx = f.data_retx[d] if f else 0
-            spur = f.spurious_retx[d] if f else 0
-            src, dst = _addr_of(rec, d), _addr_of(rec, 1 - d)
+            retx = f.data_retx[d]
+            spur = f.spurious_retx[d]
+            src, dst = c.ends[d], c.ends[1 - d]
             row = dirs.setdefault((src, dst), [0, 0, 0])
             row[0] += seg
             row[1] += retx
@@ -254,7 +263,7 @@ def _loss(tcp: list[list[Any]], conns: list[Connection],
                 flows.append({"flow": f"{src}:{sp} -> {dst}:{dp}", "data_segments": seg,
                               "retransmitted": retx, "spurious": spur,
                               "rate": round(retx / seg, 4),
-                              "frames": list(f.retx_frames[d]) if f else []})
+                              "frames": list(f.retx_frames[d])})
     flows.sort(key=lambda x: (-x["retransmitted"], x["flow"]))
     return {
         "connections": counted, "connections_with_retransmissions": hit,
@@ -293,6 +302,7 @@ def _explained_loss(diag: Diagnosis, tcp: list[list[Any]]) -> None:
         row["data_segments"] += rec[F_DSEG0] + rec[F_DSEG0 + 1]
         row["retransmitted"] += sum(c.facts.data_retx) if c.facts else 0
         row["capture_gaps"] += ta.get("lost_segment", 0) + ta.get("ack_lost_segment", 0)
+    diag.loss = _loss(tcp, diag.connections)
     diag.loss["explained_by"] = by
     diag.loss["unexplained"] = _loss(tcp, diag.connections, skip) if skip else {
         k: v for k, v in diag.loss.items() if k != "explained_by"}
@@ -305,6 +315,8 @@ def _scans(diag: Diagnosis) -> None:
         if c.outcome != "midstream":
             by_src.setdefault(c.flow["src"], []).append(c)
     for src, cs in by_src.items():
+        if sum(c.outcome in FAILED for c in cs) < SCAN_FAILED_SHARE * len(cs):
+            continue  # checked first: it is the cheap test
         ports: dict[str, set[int]] = {}
         hosts: dict[int, set[str]] = {}
         for c in cs:
@@ -312,9 +324,7 @@ def _scans(diag: Diagnosis) -> None:
             hosts.setdefault(c.flow["dport"], set()).add(c.flow["dst"])
         wide = max(len(p) for p in ports.values())
         sweep = max(len(h) for h in hosts.values())
-        failed = [c for c in cs if c.outcome in FAILED]
-        if (wide < SCAN_MIN_PORTS and sweep < SCAN_MIN_HOSTS) or \
-                len(failed) < SCAN_FAILED_SHARE * len(cs):
+        if wide < SCAN_MIN_PORTS and sweep < SCAN_MIN_HOSTS:
             continue
         retried = sum(1 for c in cs if c.detail.get("syn_retries"))
         if wide < SCAN_MIN_PORTS and retried > SCAN_RETRIED_SHARE * len(cs):
@@ -356,7 +366,7 @@ def _mtu(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[Any]],
             peer_avg = rec[F_PAY0 + 1 - d] // peer_segs if peer_segs else 0
             if not 0 < peer_avg < size:
                 continue  # nothing smaller was seen getting through
-            src, dst = _addr_of(rec, d), _addr_of(rec, 1 - d)
+            src, dst = c.ends[d], c.ends[1 - d]
             sp, dp = (rec[2], rec[3]) if d == 0 else (rec[3], rec[2])
             icmp = [v for k, v in by_flow.items() if v[4] >= 0 and {k[1], k[3]} == {src, dst}]
             if icmp:
@@ -382,8 +392,10 @@ def _mtu_receiver(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[A
     held: list[tuple[Connection, dict[str, Any]]] = []
     for rec, c in zip(tcp, diag.connections, strict=True):
         conv = convs.get(id(rec))
-        if conv is None or c.outcome in FAILED or c.outcome == "midstream" or \
-                c.detail.get("mtu_blackhole"):
+        if conv is None or not (MTU_MIN_SEGMENT <= (conv[0][1] - conv[1][4]) & M32 < HALF
+                                or MTU_MIN_SEGMENT <= (conv[1][1] - conv[0][4]) & M32 < HALF):
+            continue  # the common case: neither side is missing a segment's worth
+        if c.outcome in FAILED or c.outcome == "midstream" or c.detail.get("mtu_blackhole"):
             continue
         for d in (0, 1):
             sent, acked = conv[d][1], conv[1 - d][4]
@@ -394,7 +406,7 @@ def _mtu_receiver(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[A
             large = bool(segs) and rec[F_PAY0 + d] // segs >= MTU_MIN_SEGMENT
             if not own or _before(conv[d][4], conv[1 - d][1]):
                 continue  # the receiver's own (small) data must have got through
-            src, dst = _addr_of(rec, d), _addr_of(rec, 1 - d)
+            src, dst = c.ends[d], c.ends[1 - d]
             if any(v[4] >= 0 and {k[1], k[3]} == {src, dst} for k, v in by_flow.items()):
                 continue
             sp, dp = (rec[2], rec[3]) if d == 0 else (rec[3], rec[2])
@@ -462,7 +474,7 @@ def _zero_windows(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[A
             until = f.zw_reopen_ts[d] or (end_ts if still else f.zw_last_ts[d])
             sp = rec[2] if d == 0 else rec[3]
             diag.zero_windows.append({
-                "host": _addr_of(rec, d), "port": sp, "flow": c.label,
+                "host": c.ends[d], "port": sp, "flow": c.label,
                 "advertisements": f.zw_count[d], "frames": list(f.zw_frames[d]),
                 "shut_ms": round((until - f.zw_first_ts[d]) / 1e6, 3),
                 "reopened": bool(f.zw_reopen_ts[d]) or not still,

@@ -138,9 +138,7 @@ def flow_to_dict(rec: list[Any]) -> dict[str, Any]:
     src, dst = split_addrs(rec[F_ADDRS])
     sport, dport = rec[F_SPORT], rec[F_DPORT]
     seen0, seen1 = rec[F_SEEN0], rec[F_SEEN1]
-    flipped = False
-    if proto == 6 and not seen0 & S_SYN and (seen1 & S_SYN or seen0 & S_SYNACK):
-        flipped = True
+    flipped = proto == 6 and originator(seen0, seen1) == 1
     p0, b0, p1, b1 = rec[F_PKTS0], rec[F_BYTES0], rec[F_PKTS1], rec[F_BYTES1]
     pay0, pay1 = rec[F_PAY0], rec[F_PAY1]
     hist = rec[F_HIST]
@@ -176,3 +174,26 @@ def flow_to_dict(rec: list[Any]) -> dict[str, Any]:
         out["tcp_analysis"] = dict(sorted(rec[F_TA].items())) if rec[F_TA] else {}
         out["evidence_frames"] = list(rec[F_EVIDENCE] or [])
     return out
+
+
+def originator(seen0: int, seen1: int) -> int:
+    """The raw direction of a TCP flow's originator (Zeek's: the sender of the first SYN),
+    from the events each direction was seen to send."""
+    return 1 if not seen0 & S_SYN and (seen1 & S_SYN or seen0 & S_SYNACK) else 0
+
+
+def flow_brief(rec: list[Any], ends: tuple[str, str], o: int) -> dict[str, Any]:
+    """The fields of a TCP flow's flow_to_dict() that the diagnosis and findings read.
+
+    ``ends`` is split_addrs() of the record, ``o`` its originator(). Only the first flows
+    reach the JSON whole; building every dict in full was most of the serial tail. The
+    evidence list and flag counts are the record's own (unsorted), not copies: read only.
+    """
+    syn, ack = rec[F_SYN_TS], rec[F_ACK_TS]
+    return {
+        "src": ends[o], "sport": rec[F_SPORT + o], "dst": ends[1 - o],
+        "dport": rec[F_DPORT - o], "first_frame": rec[F_FIRST_FRAME],
+        "start_ns": rec[F_FIRST_TS],
+        "handshake_rtt_ms": round((ack - syn) / 1e6, 3) if syn and ack else None,
+        "tcp_analysis": rec[F_TA] or {}, "evidence_frames": rec[F_EVIDENCE] or [],
+    }

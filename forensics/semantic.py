@@ -6,13 +6,27 @@ per-frame detail only appears on request (``frame_flags``).
 
 from __future__ import annotations
 
+import heapq
+from collections import Counter
 from typing import Any
 
 from . import tcp_analysis as T
 from .analyzer import Analyzer
 from .diagnosis import diagnose
 from .findings import build_findings
-from .flows import F_BYTES0, F_BYTES1, F_PKTS0, F_PKTS1, F_PROTO, flow_to_dict, split_addrs
+from .flows import (
+    F_BYTES0,
+    F_BYTES1,
+    F_PKTS0,
+    F_PKTS1,
+    F_PROTO,
+    F_SEEN0,
+    F_SEEN1,
+    conn_state,
+    flow_to_dict,
+    originator,
+    split_addrs,
+)
 
 SCHEMA_VERSION = 1
 LINKTYPE_NAMES = {0: "BSD loopback", 1: "Ethernet", 12: "raw IP", 14: "raw IP", 101: "raw IP",
@@ -27,19 +41,28 @@ def _tcp_totals(a: Analyzer) -> dict[str, int]:
 
 
 def _top_talkers(a: Analyzer) -> list[dict[str, Any]]:
-    sent: dict[bytes, list[int]] = {}
+    # Summed per address pair first (a capture has few), in order of first appearance: the
+    # addresses then appear in the same order as when walking every flow, which breaks ties.
+    pairs: dict[bytes, list[int]] = {}
     for rec in a.flows:
-        src, dst = rec[1][: len(rec[1]) // 2], rec[1][len(rec[1]) // 2 :]
-        for addr, pk, by, rpk, rby in ((src, rec[F_PKTS0], rec[F_BYTES0], rec[F_PKTS1],
-                                        rec[F_BYTES1]),
-                                       (dst, rec[F_PKTS1], rec[F_BYTES1], rec[F_PKTS0],
-                                        rec[F_BYTES0])):
+        p = pairs.get(rec[1])
+        if p is None:
+            p = pairs[rec[1]] = [0, 0, 0, 0, 0]
+        p[0] += rec[F_PKTS0]
+        p[1] += rec[F_BYTES0]
+        p[2] += rec[F_PKTS1]
+        p[3] += rec[F_BYTES1]
+        p[4] += 1
+    sent: dict[bytes, list[int]] = {}
+    for pair, (pk0, by0, pk1, by1, n) in pairs.items():
+        src, dst = pair[: len(pair) // 2], pair[len(pair) // 2 :]
+        for addr, pk, by, rpk, rby in ((src, pk0, by0, pk1, by1), (dst, pk1, by1, pk0, by0)):
             s = sent.setdefault(addr, [0, 0, 0, 0, 0])
             s[0] += pk
             s[1] += by
             s[2] += rpk
             s[3] += rby
-            s[4] += 1
+            s[4] += n
     ranked = sorted(sent.items(), key=lambda kv: -(kv[1][1] + kv[1][3]))[:TOP_TALKERS]
     out = []
     for addr, (pk, by, rpk, rby, nflows) in ranked:
@@ -61,17 +84,12 @@ def build_semantic(a: Analyzer, path: str, frame_flags: bool = False) -> dict[st
     """The whole semantic document for one capture."""
     info = a.info
     duration = (a.last_ts - a.first_ts) / 1e9 if a.packets > 1 else 0.0
-    flows_sorted = sorted(a.flows, key=_flow_rank)
-    tcp_flows = [r for r in a.flows if r[F_PROTO] == 6]
+    flow_dicts = [flow_to_dict(r) for r in heapq.nsmallest(MAX_FLOWS, a.flows, key=_flow_rank)]
+    seen = Counter((r[F_SEEN0], r[F_SEEN1]) for r in a.flows if r[F_PROTO] == 6)
     states: dict[str, int] = {}
-    flow_dicts: list[dict[str, Any]] = []
-    dicts: dict[int, dict[str, Any]] = {}
-    for rec in flows_sorted:
-        d = dicts[id(rec)] = flow_to_dict(rec)
-        if rec[F_PROTO] == 6:
-            states[d["conn_state"]] = states.get(d["conn_state"], 0) + 1
-        if len(flow_dicts) < MAX_FLOWS:
-            flow_dicts.append(d)
+    for (s0, s1), n in seen.items():  # as flow_to_dict: originator first
+        state = conn_state(s1, s0) if originator(s0, s1) else conn_state(s0, s1)
+        states[state] = states.get(state, 0) + n
     offload = {
         "ip_datagrams_over_1500_bytes": a.oversized_packets,
         "largest_ip_datagram": a.max_ip_len,
@@ -119,7 +137,7 @@ def build_semantic(a: Analyzer, path: str, frame_flags: bool = False) -> dict[st
         },
         "tcp_conn_states": dict(sorted(states.items())),
         "flow_count": len(a.flows),
-        "tcp_flow_count": len(tcp_flows),
+        "tcp_flow_count": seen.total(),
         "flows": flow_dicts,
         "flows_truncated": len(a.flows) > MAX_FLOWS,
         "dns": a.dns.summary(a.last_ts),
@@ -127,7 +145,7 @@ def build_semantic(a: Analyzer, path: str, frame_flags: bool = False) -> dict[st
         "top_talkers": _top_talkers(a),
     }
     doc.update(a.app.summary())
-    diag = diagnose(a, dicts)
+    diag = diagnose(a)
     doc["diagnosis"] = diag.summary()
     doc["findings"] = build_findings(doc, a, diag)
     if frame_flags:
