@@ -88,11 +88,14 @@ def _headers(buf: bytes, offs: np.ndarray, endian: str, ns: bool
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Captured length, wire length (at least the captured one) and time in ns of each
     record."""
-    w32 = words(buf, endian + "u4")
-    cap = w32[offs + 8].astype(np.int64)
-    wire = np.maximum(w32[offs + 12].astype(np.int64), cap)
-    ts = w32[offs].astype(np.int64) * 1_000_000_000 + w32[offs + 4].astype(np.int64) * (
-        1 if ns else 1000)
+    size = len(buf)
+    # row i: the four header words of a record starting at byte i; one gather for all four
+    heads = np.ndarray(shape=(max(size - 15, 0), 4), dtype=endian + "u4", buffer=buf,
+                       strides=(1, 4))
+    h = heads[offs].astype(np.int64)
+    cap = h[:, 2]
+    wire = np.maximum(h[:, 3], cap)
+    ts = h[:, 0] * 1_000_000_000 + h[:, 1] * (1 if ns else 1000)
     return cap, wire, ts
 
 

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 L3_AT = {1: 14, 113: 16, 101: 0, 228: 0}
 #: the ethertype's offset, for link types that have one
 ET_AT = {1: 12, 113: 14}
-_SPECIAL = np.array(sorted(SPECIAL_PORTS), dtype=np.uint32)
+#: port -> whether its packets go to share 0 whole (split.SPECIAL_PORTS), as a lookup table
+_SPECIAL = np.zeros(65536, dtype=np.bool_)
+_SPECIAL[sorted(SPECIAL_PORTS)] = True
 #: a notice down a share's pipe: where its rows start in the spool, how many (-1: the end)
 NOTICE = struct.Struct("<qq")
 #: int64 columns of a dealt row: packet offset, captured length, wire length, time, frame
@@ -67,7 +69,7 @@ def shares_of_chunk(buf: bytes, offs: np.ndarray, caplen: np.ndarray, linktype: 
     ok &= (proto == 6) | (proto == 17)
     ports = w32[at + 20].astype(np.uint64)
     sport, dport = ports >> 16, ports & 0xFFFF
-    ok &= ~np.isin(sport, _SPECIAL) & ~np.isin(dport, _SPECIAL)
+    ok &= ~(_SPECIAL[sport] | _SPECIAL[dport])
     x = w32[at + 12].astype(np.uint64) ^ w32[at + 16] ^ sport ^ dport
     table = np.array(owners(shares), dtype=np.int64)
     owner: np.ndarray = table[(x ^ (x >> 16) ^ (x >> 8)) % BUCKETS]
