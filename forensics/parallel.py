@@ -169,11 +169,15 @@ def _dealt(path: str, info: CaptureInfo, mm: mmap.mmap, pcap: tuple[str, bool, i
                            totals.first_ts, totals.last_ts)
             return a
 
-        for _share in range(1, shares):
-            rfd, wfd = os.pipe()
-            reading.append(rfd)
-            notices.append(wfd)
-        return _gather(shares, lambda share: first() if share == 0 else other(share))
+        try:
+            for _share in range(1, shares):
+                rfd, wfd = os.pipe()
+                reading.append(rfd)
+                notices.append(wfd)
+            return _gather(shares, lambda share: first() if share == 0 else other(share))
+        finally:  # a fork that failed, say: no pipe left open
+            for fd in reading + notices:
+                os.close(fd)
 
 
 def _gather(shares: int, work: Callable[[int], Analyzer | None]) -> Analyzer | None:
