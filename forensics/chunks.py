@@ -20,6 +20,8 @@ from typing import BinaryIO, cast
 
 import numpy as np
 
+from .reader import corrupt_header, cut_short, refill
+
 #: the byte order of the machine's words, as the pcap header names it
 NATIVE = "<" if sys.byteorder == "little" else ">"
 #: one chunk's records: the buffer, record header offsets in it, captured and wire lengths
@@ -99,15 +101,6 @@ def _headers(buf: bytes, offs: np.ndarray, endian: str, ns: bool
     return cap, wire, ts
 
 
-def _corrupt(at: int, caplen: int) -> str:
-    return f"corrupt record header at byte {at}: captured length {caplen}; analysis stops there"
-
-
-def _cut(left: int) -> str:
-    return (f"capture is truncated: last record cut short ({left} bytes left over); the "
-            "analysis covers the packets before it")
-
-
 def pcap_chunks(fh: BinaryIO, endian: str, ns: bool, warnings: list[str], chunk: int,
                 max_record: int) -> Iterator[Chunk]:
     """The records after the file header of ``fh``, a chunk of ``chunk`` bytes at a time;
@@ -171,21 +164,19 @@ def mapped_chunks(mm: mmap.mmap, start: int, endian: str, ns: bool, warnings: li
             yield (buf, offs, *_headers(buf, offs, endian, ns))
             behind.upto(off)  # the consumer is done with these records
         if corrupt:
-            warnings.append(_corrupt(off, corrupt))
+            warnings.append(corrupt_header(off, corrupt))
             return
         if stop == n or off == start:
             # the end of the file, or a record longer than a chunk (never: the longest valid
             # record is shorter than a chunk) left over
             if off < n:
-                warnings.append(_cut(n - off))
+                warnings.append(cut_short(n - off))
             return
         start = off
 
 
 def _read_chunks(fh: BinaryIO, endian: str, ns: bool, warnings: list[str], chunk: int,
                  max_record: int) -> Iterator[Chunk]:
-    from .reader import refill
-
     seekable = fh.seekable()
     buf = fh.read(chunk)
     while True:
@@ -194,11 +185,11 @@ def _read_chunks(fh: BinaryIO, endian: str, ns: bool, warnings: list[str], chunk
         if len(offs):
             yield (buf, offs, *_headers(buf, offs, endian, ns))
         if corrupt:
-            warnings.append(_corrupt(fh.tell() - n + off, corrupt))
+            warnings.append(corrupt_header(fh.tell() - n + off, corrupt))
             return
         nxt = refill(fh, buf, off, n, seekable)
         if nxt is None:
             if off < n:
-                warnings.append(_cut(n - off))
+                warnings.append(cut_short(n - off))
             return
         buf = nxt

@@ -25,12 +25,9 @@ import numpy as np
 from .chunks import pcap_chunks
 from .compare import Gathered, Side, Stats
 from .compare_keys import decode_packet
+from .linklayer import ET_AT, L3_AT
 from .reader import CHUNK, MAX_RECORD, PCAP_MAGICS, Record, check_capture, open_capture
 
-#: link type -> bytes before the IP header, for the layouts decoded a chunk at a time
-L3_AT = {1: 14, 113: 16, 101: 0, 12: 0, 14: 0, 228: 0, 229: 0}
-#: link type -> where its EtherType is (raw IP link types have none: the version nibble says)
-ET_AT = {1: 12, 113: 14}
 V4 = 1 << 32  # address codes: IPv4 as its 32-bit value, anything else V4 + its index
 TS_LIMIT = 1 << 62  # times (ns) beyond +-2**62: the year 2116; compare.py does those
 DLEN_BIAS = 1024  # TCP payload lengths can be negative (bad data offset): biased in the key

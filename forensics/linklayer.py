@@ -13,6 +13,12 @@ from typing import Any
 
 from .tunnels import PPP_TO_ETHERTYPE
 
+#: link type -> bytes before the IP header, for the layouts decoded a chunk at a time with
+#: numpy (share_reader.py, compare_fast.py); the raw IP types carry IPv4 or IPv6
+L3_AT = {1: 14, 113: 16, 101: 0, 12: 0, 14: 0, 228: 0, 229: 0}
+#: link type -> where its EtherType is (the raw IP types have none: the version nibble says)
+ET_AT = {1: 12, 113: 14}
+
 _failed: set[int] = set()
 
 

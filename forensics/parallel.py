@@ -29,6 +29,7 @@ from .analyzer import EVIDENCE_PER_FLAG, Analyzer
 from .app import MAX_EXAMPLES as APP_EXAMPLES
 from .errors import CorruptCaptureError
 from .flows import F_FIRST_FRAME
+from .linklayer import L3_AT
 from .reader import CHUNK, MAX_RECORD, CaptureInfo, identify, open_capture
 from .tcp_analysis import FLAG_NAMES
 
@@ -102,26 +103,24 @@ def analyze_parallel(path: str, shares: int) -> Analyzer | None:
     in one process (no fork on this platform, a share failed, or a flow straddled shares)."""
     if not hasattr(os, "fork"):
         return None
-    from . import share_reader  # numpy loaded once, before the fork
-    from .chunks import map_file, unmap
+    from .chunks import map_file, unmap  # numpy loaded once, before the fork
 
     info, fh, pcap = identify(path)
-    with fh:
-        mm = map_file(fh) if pcap is not None and pcap[2] in share_reader.L3_AT else None
-        if mm is None:
-            fh.close()
-            return _gather(shares, lambda share: run_share(path, share, shares))
-        try:
-            return _dealt(path, info, mm, cast(tuple[str, bool, int], pcap), shares)
-        finally:
-            unmap(mm)
+    with fh:  # a mapping outlives its file's descriptor
+        mm = map_file(fh) if pcap is not None and pcap[2] in L3_AT else None
+        start = fh.tell()  # after the file header
+    if pcap is None or mm is None:
+        return _gather(shares, lambda share: run_share(path, share, shares))
+    try:
+        return _dealt(info, mm, start, pcap, shares)
+    finally:
+        unmap(mm)
 
 
-def _dealt(path: str, info: CaptureInfo, mm: mmap.mmap, pcap: tuple[str, bool, int],
+def _dealt(info: CaptureInfo, mm: mmap.mmap, start: int, pcap: tuple[str, bool, int],
            shares: int) -> Analyzer | None:
-    """Share 0 walks the mapped pcap and deals the other shares their records
-    (share_reader.py); each share analyses its own."""
-    from .chunks import map_file
+    """Share 0 walks the mapped pcap from ``start`` and deals the other shares their records
+    (share_reader.py); each share analyses its own, through the mapping it inherits."""
     from .share_reader import deal, dealt_records, own_records
 
     endian, ns, linktype = pcap
@@ -132,23 +131,18 @@ def _dealt(path: str, info: CaptureInfo, mm: mmap.mmap, pcap: tuple[str, bool, i
         def other(share: int) -> Analyzer | None:
             for fd in notices:  # share 0's ends of the other shares' pipes
                 os.close(fd)
-            own_info, own_fh, _pcap = identify(path)
-            with own_fh:
-                own_mm = map_file(own_fh)
-                if own_mm is None:
-                    return None
-                a = Analyzer(own_info)
-                a.share, a.shares, a.frames_given_linktype = share, shares, linktype
-                a.run(dealt_records(own_mm, spool.fileno(), reading[share - 1]))
-                a.frames_given_linktype = 0
-                return a
+            a = Analyzer(info)
+            a.share, a.shares, a.frames_given_linktype = share, shares, linktype
+            a.run(dealt_records(mm, spool.fileno(), reading[share - 1]))
+            a.frames_given_linktype = 0
+            return a
 
         def first() -> Analyzer | None:
             for fd in reading:
                 os.close(fd)
             reading.clear()
             try:
-                own, totals = deal(mm, 24, endian, ns, linktype, shares, spool.fileno(),
+                own, totals = deal(mm, start, endian, ns, linktype, shares, spool.fileno(),
                                    notices, CHUNK, MAX_RECORD)
             except OSError:  # the spool's disk is full, say: redone in one process
                 return None

@@ -52,9 +52,10 @@ class _Interface:
     ts_offset_ns: int = 0
 
 
-def _identify(path: str) -> tuple[CaptureInfo, BinaryIO, tuple[str, bool, int] | None]:
-    """The header facts, the open file, and (byte order, ns, link type) for a pcap (None for
-    pcapng, whose file is rewound). Raises NotACaptureError (the file closed)."""
+def identify(path: str) -> tuple[CaptureInfo, BinaryIO, tuple[str, bool, int] | None]:
+    """The header facts, the open file (after the header of a pcap), and (byte order, ns, link
+    type) for a pcap (None for pcapng, whose file is rewound). Raises NotACaptureError (the
+    file closed)."""
     info = CaptureInfo(path=path)
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the generator or the caller
@@ -93,23 +94,28 @@ def open_capture(path: str) -> tuple[CaptureInfo, Iterator[Record]]:
 
     Raises NotACaptureError when the file is empty or not a pcap/pcapng file.
     """
-    info, fh, pcap = _identify(path)
+    info, fh, pcap = identify(path)
     if pcap is not None:
         return info, _iter_pcap(fh, *pcap, info)
     return info, _iter_pcapng(fh, info)
 
 
+def corrupt_header(at: int, caplen: int) -> str:
+    """The warning when a pcap record header gives a length no record has."""
+    return f"corrupt record header at byte {at}: captured length {caplen}; analysis stops there"
+
+
+def cut_short(left: int) -> str:
+    """The warning when a pcap ends in the middle of a record."""
+    return (f"capture is truncated: last record cut short ({left} bytes left over); the "
+            "analysis covers the packets before it")
+
+
 def check_capture(path: str) -> CaptureInfo:
     """The header facts of a capture, without reading its records (NotACaptureError if none)."""
-    info, fh, _pcap = _identify(path)
+    info, fh, _pcap = identify(path)
     fh.close()
     return info
-
-
-def identify(path: str) -> tuple[CaptureInfo, BinaryIO, tuple[str, bool, int] | None]:
-    """The header facts, the open file after its header, and (byte order, ns, link type) for
-    a pcap (None for pcapng, whose file is rewound). Raises NotACaptureError."""
-    return _identify(path)
 
 
 def _iter_pcap(
@@ -127,10 +133,7 @@ def _iter_pcap(
             while off + 16 <= n:
                 sec, frac, caplen, wirelen = unpack(buf, off)
                 if caplen > max_record:
-                    info.warnings.append(
-                        f"corrupt record header at byte {fh.tell() - n + off}: "
-                        f"captured length {caplen}; analysis stops there"
-                    )
+                    info.warnings.append(corrupt_header(fh.tell() - n + off, caplen))
                     return
                 end = off + 16 + caplen
                 if end > n:
@@ -142,10 +145,7 @@ def _iter_pcap(
             nxt = refill(fh, buf, off, n, seekable)
             if nxt is None:
                 if off < n:
-                    info.warnings.append(
-                        f"capture is truncated: last record cut short ({n - off} bytes "
-                        "left over); the analysis covers the packets before it"
-                    )
+                    info.warnings.append(cut_short(n - off))
                 return
             buf = nxt
             off = 0

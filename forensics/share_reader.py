@@ -28,15 +28,12 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from .chunks import DropBehind, mapped_chunks, words
+from .linklayer import ET_AT, L3_AT
 from .split import BUCKETS, SPECIAL_PORTS, owners, share_of_record
 
 if TYPE_CHECKING:
     from .reader import Record
 
-#: bytes before the IPv4 header, by link type (the layouts the vector rule reads)
-L3_AT = {1: 14, 113: 16, 101: 0, 228: 0}
-#: the ethertype's offset, for link types that have one
-ET_AT = {1: 12, 113: 14}
 #: port -> whether its packets go to share 0 whole (split.SPECIAL_PORTS), as a lookup table
 _SPECIAL = np.zeros(65536, dtype=np.bool_)
 _SPECIAL[sorted(SPECIAL_PORTS)] = True

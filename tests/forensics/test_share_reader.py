@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from forensics import chunks, reader
+from forensics.linklayer import L3_AT
 from forensics.share_reader import shares_of_chunk
 from forensics.split import share_of_record
 from lab.pcap import PcapWriter
@@ -31,10 +32,20 @@ MIXES = {
     "sll": (lambda: encapsulate(generate(7, 20), "sll"), True),
     "sll_vlan": (lambda: encapsulate(generate(7, 20), "sll_vlan"), False),
     "raw": (lambda: encapsulate(generate(9, 20), "raw"), True),
+    "raw_ip_12": (lambda: _as_linktype(encapsulate(generate(9, 20), "raw"), 12), True),
+    "raw_ipv4_228": (lambda: _as_linktype(encapsulate(generate(9, 20), "raw"), 228), True),
+    "raw_ipv6_229": (lambda: _as_linktype(encapsulate(to_ipv6(generate(4, 20)), "raw"), 229),
+                     True),
     "fragmented": (lambda: fragmented(generate(8, 20), 600), True),
     "snap40": (lambda: truncated(generate(10, 20), 40), True),  # the ports are in
     "snap36": (lambda: truncated(generate(10, 20), 36), False),  # the ports are cut off
 }
+
+
+def _as_linktype(w: PcapWriter, linktype: int) -> PcapWriter:
+    """The same packets under another raw-IP link type number."""
+    w.linktype = linktype
+    return w
 
 
 def _records(blob: bytes) -> tuple[int, list[int], list[int]]:
@@ -55,7 +66,7 @@ def test_the_vector_rule_is_the_rule_of_split_py(name: str, shares: int) -> None
     make, spread = MIXES[name]
     blob = make().to_bytes()
     linktype, offs, caps = _records(blob)
-    if linktype not in (1, 113, 101, 228):
+    if linktype not in L3_AT:
         pytest.skip(f"link type {linktype} is split by the analyzer, not the reader")
     got = shares_of_chunk(blob, np.array(offs, dtype=np.int64), np.array(caps, dtype=np.int64),
                           linktype, shares).tolist()
@@ -137,3 +148,23 @@ def test_a_small_capture_never_loads_numpy(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2], timeout=60, check=True)
     assert done.stdout.strip().splitlines()[-1] == "False", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("linktype", [12, 14, 229])
+def test_raw_ip_link_types_are_dealt_and_give_the_same_output(
+        linktype: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The raw-IP link types (IPv4 and IPv6 mixed) take the dealt path, not the fallback in
+    which every share reads the file itself (``run_share``)."""
+    from forensics import parallel
+    from forensics.parallel import analyze_parallel
+
+    w = encapsulate(generate(24, 20), "raw")
+    w.packets += encapsulate(to_ipv6(generate(25, 20)), "raw").packets
+    w.packets.sort(key=lambda p: p[0])
+    path = tmp_path / f"raw{linktype}.pcap"
+    _as_linktype(w, linktype).write(str(path))
+    with monkeypatch.context() as m:
+        m.setattr(parallel, "run_share", _unmappable)  # the fallback would raise here
+        merged = analyze_parallel(str(path), 2)
+    assert merged is not None and len(merged.flows) > 20
+    assert _outputs(path, 2) == _outputs(path, 1)

@@ -57,22 +57,30 @@ def orchestrator(world: World, store: Store, sid: str) -> CloudOrchestrator:
                              monotonic=world.clock.monotonic)
 
 
+def orchestrate_at_once(orchs: list[CloudOrchestrator], request: Mapping[str, Any],
+                        timeout: float) -> dict[int, dict[str, Any]]:
+    """Each orchestrator starts the same capture request in its own thread, at once; their
+    answers by index."""
+    started: dict[int, dict[str, Any]] = {}
+
+    def start(i: int) -> None:
+        started[i] = orchs[i].orchestrate(dict(request))
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(len(orchs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    return started
+
+
 def test_two_investigations_on_one_vm_in_one_second_both_get_their_capture(
         world: World, processes: list[MeetBeforeWriting]) -> None:
     other = world.store.create_investigation(symptom="api-vm timeouts", model="m",
                                              audit_dir="a", requested_by="U_TWO").session_id
     orchs = [orchestrator(world, store, sid)
              for store, sid in zip(processes, (world.sid, other), strict=True)]
-    started: dict[int, dict[str, Any]] = {}
-
-    def capture(i: int) -> None:
-        started[i] = orchs[i].orchestrate(capture_request())
-
-    threads = [threading.Thread(target=capture, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    started = orchestrate_at_once(orchs, capture_request(), timeout=60)
     assert all(s.met for s in processes)  # both reached the first write, neither timed out
     ids = {started[i]["task_id"] for i in range(2)}
     assert ids == {ID, f"{ID}_2"}

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,7 +18,7 @@ from tests.cloud.fake_arm import FakeArm
 from tests.cloud.test_azure_backend import blobs, capture, container, make_backend  # noqa: F401
 from tests.orchestrator.fakes import FakeClock, ScriptedApprover
 from tests.orchestrator.pcaps import tcp_conversation_pcap
-from tests.orchestrator.test_task_id_race import ID, MeetBeforeWriting
+from tests.orchestrator.test_task_id_race import ID, MeetBeforeWriting, orchestrate_at_once
 
 
 @pytest.fixture
@@ -58,16 +57,7 @@ def test_two_investigations_get_two_azure_captures_and_two_blobs(
             config=OrchestratorConfig(local_capture_dir=data / "captures",
                                       storage_container=container, storage_auth_mode="key"),
             clock=clock, sleep=clock.sleep, monotonic=clock.monotonic))
-    started: dict[int, dict[str, Any]] = {}
-
-    def start(i: int) -> None:
-        started[i] = orchs[i].orchestrate(capture())
-
-    threads = [threading.Thread(target=start, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    started = orchestrate_at_once(orchs, capture(), timeout=120)
     ids = {started[i]["task_id"] for i in range(2)}
     assert ids == {ID, f"{ID}_2"}, started
     assert set(arm.state.captures) == ids  # the packet capture name is the reserved id
