@@ -1,5 +1,5 @@
-"""Shared fixtures: a fresh, migrated database per test on SQLite, or on PostgreSQL when
-``GHOST_TEST_DATABASE_URL`` is set (CI sets it, so both engines are tested)."""
+"""Shared fixtures: a fresh, migrated database per test on SQLite, and also on PostgreSQL when
+``GHOST_TEST_DATABASE_URL`` is set (CI sets it, so both engines are tested in one run)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,20 @@ def _with_search_path(url: str, schema: str) -> str:
     return f"{url}{sep}options={quote(f'-csearch_path={schema}')}"
 
 
-@pytest.fixture
-def database_url(tmp_path: Path) -> Iterator[str]:
+# Every test that uses the database runs on SQLite and, when GHOST_TEST_DATABASE_URL is set, again
+# on PostgreSQL; the rest of the suite does not depend on the engine and runs once.
+ENGINES = ["sqlite", "postgresql"] if PG_URL else ["sqlite"]
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: twice the usable cores, at least 4 (most tests wait on processes and sockets)."""
+    return max(4, 2 * len(os.sched_getaffinity(0)))
+
+
+@pytest.fixture(params=ENGINES)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty database: a SQLite file, or a private schema on the PostgreSQL server."""
-    if not PG_URL:
+    if request.param == "sqlite" or not PG_URL:
         yield f"sqlite:///{tmp_path / 'ghost.db'}"
         return
     from sqlalchemy import text

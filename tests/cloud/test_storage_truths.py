@@ -72,7 +72,8 @@ def test_the_blob_is_the_one_the_created_capture_reports(arm: FakeArm, azurite: 
                                                          tmp_path: Path) -> None:
     """Regression: the blob path was assumed, never read back from storageLocation."""
     _vm_and_watcher(arm)
-    blobs(azurite).create_container("network-watcher-logs")
+    if not blobs(azurite).get_container_client("network-watcher-logs").exists():
+        blobs(azurite).create_container("network-watcher-logs")  # Azurite is shared per worker
 
     def azure_chooses(asked: str) -> str:
         name = asked.rsplit("/", 1)[-1].replace(".pcap", ".cap")
