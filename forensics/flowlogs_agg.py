@@ -67,6 +67,7 @@ from .flowlogs_model import (
     shift_flow,
 )
 from .flowlogs_read import Blob
+from .wording import plural
 
 _DAY_MS = 1440 * 60000
 _YEARS_2000_2100 = (946684800000, 4102444800000)
@@ -204,9 +205,11 @@ class Aggregator:
         """One rule's tuples in one record: the fast loop (an inlined ``_apply``)."""
         self.counts["tuples"] += len(tuples)
         if self.filt.pair or self.force_slow:
+            self._learn_ip(ctx[2], tuples[0])
             for tup in tuples:
                 self._slow(tup, acl, rule, ctx, seen, blob)
             return
+        self._learn_ip(ctx[2], tuples[0])
         lo, hi = self._bounds(ctx)
         flows = self.flows
         kA, kD = (acl, rule, "A"), (acl, rule, "D")
@@ -271,10 +274,17 @@ class Aggregator:
                 p[ND] += 1
                 flag = DENIED
                 ports = p[PD]
-                if type(ports) is set and len(ports) < PORT_SET_MAX:
-                    ports.add(f[3])
+                if type(ports) is set:
+                    if len(ports) < PORT_SET_MAX:
+                        ports.add(f[3])
+                    else:
+                        add_port(p, f[3])
                 else:
-                    add_port(p, f[3])
+                    try:
+                        i = int(f[3])
+                        ports[(i >> 3) & 8191] |= 1 << (i & 7)
+                    except ValueError:
+                        pass
             else:
                 if st == "E":
                     p[NE] += 1
@@ -305,15 +315,21 @@ class Aggregator:
                     e = p[ENC] = {}
                 e[enc] = e.get(enc, 0) + 1
             m = ts // 60000
-            if p[CM] != m:
-                p[CM] = m
-                p[CF] = flag
-                p[MIN].mark(m, flag)
-            elif p[CF] & flag != flag:
-                p[CF] |= flag
-                p[MIN].mark(m, flag)
+            if p[CM] != m or p[CF] & flag != flag:
+                if p[CM] != m:
+                    p[CM] = m
+                    p[CF] = flag
+                else:
+                    p[CF] |= flag
+                ms = p[MIN]
+                off = m - ms.origin
+                if 0 <= off < len(ms.flags):
+                    ms.flags[off] |= flag
+                else:
+                    ms.mark(m, flag)
             if p[CR] is not ctx:
-                self._new_record(p, ctx, mac, src if d == "O" else f[2])
+                p[CR] = ctx
+                p[MACS].add(mac)
             if pooled:
                 s = p[SRCS]
                 if len(s) < MAX_SOURCES:
@@ -334,7 +350,8 @@ class Aggregator:
         if len(f) != 13:
             if len(f) < 13:
                 counts["malformed_tuples"] += 1
-                note(blob, f"tuples with {len(f)} fields (13 expected) were skipped")
+                note(blob, f"tuples with {plural(len(f), 'field')} (13 expected) were "
+                     "skipped")
                 return
             note(blob, f"tuples with {len(f)} fields (13 expected): the fields after the "
                  "13th were ignored")
@@ -440,7 +457,8 @@ class Aggregator:
             p[CF] |= flag
             p[MIN].mark(m, flag)
         if p[CR] is not ctx:
-            self._new_record(p, ctx, ctx[2], f[1] if d == "O" else f[2])
+            p[CR] = ctx
+            p[MACS].add(ctx[2])
         if pooled and len(p[SRCS]) < MAX_SOURCES:
             p[SRCS][f[1]] = None
 
@@ -457,15 +475,19 @@ class Aggregator:
             p[SRCS] = {}
         return p
 
-    def _new_record(self, p: list[Any], ctx: tuple[Any, ...], mac: str, nic_ip: str) -> None:
-        """First tuple of a flow in a record: which NIC logged it and the NIC's address."""
-        p[CR] = ctx
-        p[MACS].add(mac)
+    def _learn_ip(self, mac: str, tup: Any) -> None:
+        """The NIC's own address, from a tuple it logged: the source of what it sends (O),
+        the destination of what it receives (I). One tuple a group is enough."""
+        if type(tup) is not str:
+            return
+        f = tup.split(",", 7)
+        if len(f) < 8 or f[6] not in ("I", "O"):
+            return
         ips = self.nic_ips.get(mac)
         if ips is None:
             ips = self.nic_ips[mac] = set()
         if len(ips) < 16:
-            ips.add(nic_ip)
+            ips.add(f[1] if f[6] == "O" else f[2])
 
     def _pair_match(self, src: str, dst: str, sport: str, dport: str) -> bool:
         filt = self.filt

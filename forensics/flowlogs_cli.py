@@ -130,6 +130,9 @@ def _write(path: str, text: str) -> None:
 
 
 def run(argv: list[str]) -> int:
+    if not argv and os.path.isfile("flowlogs"):
+        raise ForensicsError("flowlogs needs a PATH of flow-log blobs; to analyse the capture "
+                             "file named flowlogs here, run: ghost-forensics ./flowlogs")
     args = _parser().parse_args(argv)
     since = parse_time(args.since, "--since") if args.since else None
     until = parse_time(args.until, "--until") if args.until else None

@@ -28,6 +28,7 @@ _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[\s,]*")
 _HEAD = re.compile(r'\s*\{\s*"records"\s*:\s*\[')
 _PATH_HOUR = re.compile(r"/y=(\d{4})/m=(\d{2})/d=(\d{2})/h=(\d{2})/")
+_OWN_OUTPUT = re.compile(r"flowlogs.*_semantic\.json$")  # what this tool writes
 _PATH_MAC = re.compile(r"/macAddress=([0-9A-Fa-f-]{12,17})/")
 
 
@@ -86,8 +87,9 @@ def _name(path: str, root: str | None) -> str:
 def discover(paths: list[str]) -> list[Blob]:
     """Every blob under the paths, in name order (so hours and NICs read in a stable order).
 
-    A folder is walked for ``*.json`` files (hidden ones left out); a file named on the
-    command line is read whatever its name. A path given twice (or reached twice) counts once.
+    A folder is walked for ``*.json`` files (hidden ones and this tool's own
+    ``flowlogs…_semantic.json`` left out); a file named on the command line is read whatever
+    its name. A path given twice (or reached twice) counts once.
     """
     seen: set[str] = set()
     out: list[Blob] = []
@@ -98,7 +100,8 @@ def discover(paths: list[str]) -> list[Blob]:
             for top, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 found += [os.path.join(top, f) for f in files
-                          if f.lower().endswith(".json") and not f.startswith(".")]
+                          if f.lower().endswith(".json") and not f.startswith(".")
+                          and not _OWN_OUTPUT.match(f)]
             if not found:
                 raise ForensicsError(f"no flow-log blobs (*.json) under {path}: give the folder "
                                      "that `az storage blob download-batch` wrote, or the "
@@ -199,11 +202,12 @@ def _cut(blob: Blob, at: int, why: str) -> None:
 def _whole(blob: Blob, text: str) -> Iterator[dict[str, Any]]:
     """A JSON document that does not start like a blob: a list of records, one record, or
     ``{"records": [...]}`` with other keys first."""
+    what = "a damaged blob" if blob.looks_like_blob else "not a flow-log blob"
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise NotFlowLogError(f"not a flow-log blob: invalid JSON at character {exc.pos:,} "
-                              f"({exc.msg}); the file {_describe(text)}") from None
+        raise NotFlowLogError(f"{what}: invalid JSON at character {exc.pos:,} ({exc.msg}); "
+                              f"the file {_describe(text)}") from None
     if isinstance(doc, dict) and isinstance(doc.get("records"), list):
         items = doc["records"]
     elif isinstance(doc, list) and all(isinstance(r, dict) for r in doc) and doc \
@@ -212,8 +216,8 @@ def _whole(blob: Blob, text: str) -> Iterator[dict[str, Any]]:
     elif isinstance(doc, dict) and ("flowRecords" in doc or "properties" in doc):
         items = [doc]
     else:
-        raise NotFlowLogError("not a flow-log blob: no \"records\" list of flow-log records "
-                              f"(the file {_describe(text)})")
+        raise NotFlowLogError(f"{what}: no \"records\" list of flow-log records (the file "
+                              f"{_describe(text)})")
     for rec in items:
         if isinstance(rec, dict):
             yield rec

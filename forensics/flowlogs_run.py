@@ -21,6 +21,9 @@ from .flowlogs_read import Blob, NotFlowLogError, iter_records
 
 PARALLEL_MIN_BYTES = 64 << 20
 Progress = Callable[[int, int], None]
+#: peak RSS (kB) and CPU time (s) of each forked reader, for the benchmark
+CHILD_RSS_KB: list[int] = []
+CHILD_CPU_S: list[float] = []
 
 
 def available_cores() -> int:
@@ -90,7 +93,9 @@ def analyse(blobs: list[Blob], filt: Filter, jobs: int = 1,
             with os.fdopen(rfd, "rb") as inp:
                 data = inp.read()
             children.remove((pid, rfd))
-            os.waitpid(pid, 0)
+            usage = os.wait4(pid, 0)[2]
+            CHILD_RSS_KB.append(usage.ru_maxrss)
+            CHILD_CPU_S.append(usage.ru_utime + usage.ru_stime)
             results.append(pickle.loads(data) if data else None)
     finally:
         for pid, rfd in children:  # interrupted: leave nothing running
