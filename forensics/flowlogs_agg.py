@@ -22,6 +22,7 @@ by a test that runs every case through both.
 
 from __future__ import annotations
 
+from sys import intern
 from typing import Any
 
 from .flowlogs_model import (
@@ -58,6 +59,7 @@ from .flowlogs_model import (
     Key,
     MinuteSet,
     NearMiss,
+    add_mac,
     add_port,
     counts_of,
     is_internal,
@@ -274,7 +276,9 @@ class Aggregator:
                 p[ND] += 1
                 flag = DENIED
                 ports = p[PD]
-                if type(ports) is set:
+                if ports is None:
+                    p[PD] = {f[3]}
+                elif type(ports) is set:
                     if len(ports) < PORT_SET_MAX:
                         ports.add(f[3])
                     else:
@@ -295,7 +299,10 @@ class Aggregator:
                     ps, bs, pr, br = int(f[9]), int(f[10]), int(f[11]), int(f[12])
                 except ValueError:
                     ps, bs, pr, br = counts_of(f[9:13])
-                v = p[VO] if d == "O" else p[VI]
+                at = VO if d == "O" else VI
+                v = p[at]
+                if v is None:
+                    v = p[at] = [0, 0, 0, 0, 0, 0, 0]
                 v[0] += ps
                 v[1] += bs
                 v[2] += pr
@@ -305,6 +312,7 @@ class Aggregator:
                     flag = ALLOWED | ANSWERED
                 elif ps:
                     v[4] += 1
+                    v[6] += ps
                     flag = ALLOWED | (ONEWAY_O if d == "O" else ONEWAY_I)
                     ow = p[OWEV]
                     if ow is None or ts < ow[0]:
@@ -329,7 +337,8 @@ class Aggregator:
                     ms.mark(m, flag)
             if p[CR] is not ctx:
                 p[CR] = ctx
-                p[MACS].add(mac)
+                if p[MACS] != mac:
+                    add_mac(p, mac)
             if pooled:
                 s = p[SRCS]
                 if len(s) < MAX_SOURCES:
@@ -431,7 +440,10 @@ class Aggregator:
         elif st in ("C", "E"):
             p[NE if st == "E" else NC] += 1
             ps, bs, pr, br = counts_of(f[9:13])
-            v = p[VO] if d == "O" else p[VI]
+            at = VO if d == "O" else VI
+            v = p[at]
+            if v is None:
+                v = p[at] = [0, 0, 0, 0, 0, 0, 0]
             v[0] += ps
             v[1] += bs
             v[2] += pr
@@ -441,6 +453,7 @@ class Aggregator:
                 flag |= ANSWERED
             elif ps:
                 v[4] += 1
+                v[6] += ps
                 flag |= ONEWAY_O if d == "O" else ONEWAY_I
                 if p[OWEV] is None or ts < p[OWEV][0]:
                     p[OWEV] = (ts, ctx, tup)
@@ -458,7 +471,7 @@ class Aggregator:
             p[MIN].mark(m, flag)
         if p[CR] is not ctx:
             p[CR] = ctx
-            p[MACS].add(ctx[2])
+            add_mac(p, ctx[2])
         if pooled and len(p[SRCS]) < MAX_SOURCES:
             p[SRCS][f[1]] = None
 
@@ -470,6 +483,7 @@ class Aggregator:
             p = self.flows.get(key)
             if p is not None:
                 return p
+        key = (intern(key[0]), intern(key[1]), intern(key[2]), intern(key[3]))
         p = self.flows[key] = new_flow()
         if key[0] == POOLED:
             p[SRCS] = {}

@@ -46,7 +46,6 @@ from .flowlogs_model import (
     DENIED,
     ENC,
     ENC_DROP,
-    MACS,
     MIN,
     ONEWAY_I,
     ONEWAY_O,
@@ -65,7 +64,9 @@ from .flowlogs_model import (
     Key,
     MinuteSet,
     is_internal,
+    macs_of,
     port_count,
+    vantage,
 )
 from .wording import listing, plural
 
@@ -161,7 +162,7 @@ def _denied(cx: _Context, out: list[dict[str, Any]]) -> None:
         den_minutes = sum(b - a + 1 for a, b in denied_runs)
         before = [b for s, a, b in tl if s == "allowed" and b < first]
         after = [a for s, a, b in tl if s == "allowed" and a > last]
-        end = cx.end_of(set().union(*(p[MACS] for _k, p in flows)))
+        end = cx.end_of(set().union(*(macs_of(p) for _k, p in flows)))
         ongoing = end is None or last >= end - 1
         start_ev = cx.closest(near(cx.events, first, 3, 1), first - 0.5)
         end_ev = None if ongoing else cx.closest(near(cx.events, last, 1, 3), last + 0.5)
@@ -253,7 +254,7 @@ def _one_way(cx: _Context, out: list[dict[str, Any]]) -> None:
     groups: dict[tuple[str, str, str, str], list[tuple[Key, list[Any], list[int]]]] = \
         defaultdict(list)
     for key, p in cx.agg.flows.items():
-        vo, vi = p[VO], p[VI]
+        vo, vi = vantage(p, VO), vantage(p, VI)
         if not vo[4] and not vi[4]:
             continue
         never = not vo[5] and not vi[5]
@@ -275,8 +276,8 @@ def _one_way(cx: _Context, out: list[dict[str, Any]]) -> None:
         if per_kind[kind] > MAX_GROUPS:
             continue
         at = VI if kind == "flow_allowed_no_reply" else VO
-        records = sum(p[at][4] for _k, p, _m in members)
-        packets = sum(p[at][0] for _k, p, _m in members)
+        records = sum(vantage(p, at)[4] for _k, p, _m in members)
+        packets = sum(vantage(p, at)[6] for _k, p, _m in members)
         mins = sorted({m for _k, _p, ms in members for m in ms})
         first, last = mins[0], mins[-1]
         answered = sorted({m for _k, p, _ms in members for m in minutes(p[MIN], ANSWERED)})
@@ -291,8 +292,8 @@ def _one_way(cx: _Context, out: list[dict[str, Any]]) -> None:
         span = ", ".join(c.span(a, b) for a, b in wins[:4]) + (", …" if len(wins) > 4 else "")
         parts = []
         if kind == "flow_one_way":
-            title = (f"Nothing comes back from {target}: {plural(records, 'flow')} one way "
-                     f"from {_sources(flows)}, {c.span(first, last)} UTC")
+            title = (f"Nothing comes back from {target}: {plural(records, 'flow record')} one "
+                     f"way from {_sources(flows)}, {c.span(first, last)} UTC")
             parts.append(f"At the sender's NIC {plural(records, 'flow record')} (C/E) show "
                          f"{plural(packets, 'packet')} sent and none received, in "
                          f"{plural(len(mins), 'minute')} ({span} UTC); allowed out by "
@@ -300,8 +301,9 @@ def _one_way(cx: _Context, out: list[dict[str, Any]]) -> None:
             parts.append(_scope(cx, dst, kind))
             action = _one_way_action(cx, dst)
         else:
-            title = (f"{target} lets flows in and never answers: {plural(records, 'flow')} "
-                     f"from {_sources(flows)}, {c.span(first, last)} UTC")
+            title = (f"{target} lets flows in and never answers: "
+                     f"{plural(records, 'flow record')} from {_sources(flows)}, "
+                     f"{c.span(first, last)} UTC")
             parts.append(f"At the receiver's NIC {plural(records, 'flow record')} (C/E) show "
                          f"{plural(packets, 'packet')} arriving, allowed by {allow}, and none "
                          f"sent back, in {plural(len(mins), 'minute')} ({span} UTC).")
@@ -325,7 +327,7 @@ def _one_way(cx: _Context, out: list[dict[str, Any]]) -> None:
                     "minutes": len(mins),
                     "answered_until": iso_minute(before[-1]) if before else None,
                     "answered_again_from": iso_minute(after[0]) if after else None},
-            rule={"name": allow.split(" (")[0], "acl_id": _top_acl(flows, "A")},
+            rule={"name": _top_name(flows, "A"), "acl_id": _top_acl(flows, "A")},
             counts={"flow_records": records, "packets_sent": packets, "flows": len(flows)},
             flows=[_flow_ref(k, p) for k, p in flows[:10]]))
 
@@ -339,20 +341,33 @@ def _one_way_severity(proto: str, dport: str) -> str:
 
 
 def _top_rule(flows: list[tuple[Key, list[Any]]], dec: str) -> str:
+    """The rule that decided most of these flows' records, in words."""
+    top = _top(flows, dec)
+    if top is None:
+        return "no rule"
+    acl, rule = top
+    if acl == "unspecified" and rule == "unspecified":
+        return "no NSG rule (aclID and rule 'unspecified')"
+    return f"{rule} (aclID {acl})"
+
+
+def _top(flows: list[tuple[Key, list[Any]]], dec: str) -> tuple[str, str] | None:
     n: dict[tuple[str, str], int] = defaultdict(int)
     for _k, p in flows:
         for (acl, rule, d), rs in p[RULES].items():
             if d == dec:
                 n[(acl, rule)] += rs[R_N]
-    if not n:
-        return "no rule"
-    (acl, rule), _ = max(n.items(), key=lambda kv: (kv[1], kv[0]))
-    return f"{rule} (aclID {acl})"
+    return max(n.items(), key=lambda kv: (kv[1], kv[0]))[0] if n else None
+
+
+def _top_name(flows: list[tuple[Key, list[Any]]], dec: str) -> str | None:
+    top = _top(flows, dec)
+    return top[1] if top else None
 
 
 def _top_acl(flows: list[tuple[Key, list[Any]]], dec: str) -> str | None:
-    text = _top_rule(flows, dec)
-    return text.split("aclID ")[1].rstrip(")") if "aclID " in text else None
+    top = _top(flows, dec)
+    return top[0] if top else None
 
 
 def _scope(cx: _Context, dst: str, kind: str) -> str:
@@ -404,7 +419,7 @@ def _stop_of(cx: _Context, key: Key, p: list[Any]) -> _Stop | None:
     m = active[-1]
     if any(x > m for x in minutes(p[MIN], DENIED | ENC_DROP)):
         return None  # it was denied afterwards: flow_denied tells that story
-    end = cx.end_of(p[MACS])
+    end = cx.end_of(macs_of(p))
     if end is None:
         return None
     gaps = sorted(b - a for a, b in zip(active, active[1:], strict=False))
@@ -560,7 +575,8 @@ def _nothing(cx: _Context, query: dict[str, Any], out: list[dict[str, Any]]) -> 
                          "(another flow log, NIC or hour).")
         if near_.other_ports:
             top = sorted(near_.other_ports.items(), key=lambda kv: -kv[1])[:4]
-            parts.append("The same addresses on other ports: "
+            parts.append(("The same addresses on other ports: " if src or dst else
+                          "Destination ports in these logs: ")
                          + ", ".join(f"{p} ({n})" for p, n in top) + ".")
         if near_.reverse:
             parts.append(f"{plural(near_.reverse, 'record')} in the other direction "

@@ -17,7 +17,6 @@ from .flowlogs_model import (
     DENIED,
     ENC,
     ENC_DROP,
-    MACS,
     MIN,
     NB,
     NC,
@@ -40,7 +39,9 @@ from .flowlogs_model import (
     VO,
     Key,
     MinuteSet,
+    macs_of,
     port_count,
+    vantage,
 )
 from .flowlogs_read import Blob
 
@@ -147,13 +148,14 @@ def evidence(agg: Aggregator, ctx: tuple[Any, ...], tup: str, acl: str | None = 
 
 
 def rule_stats(p: list[Any]) -> list[dict[str, Any]]:
-    """One entry per (ACL, rule, decision), most tuples first."""
+    """One entry per (ACL, rule, decision): denials first, then most tuples first."""
     out = []
     for (acl, rule, dec), rs in p[RULES].items():
         out.append({"acl_id": acl, "rule": rule, "decision": DECISIONS[dec],
                     "tuples": rs[R_N], "first_seen": iso_ms(rs[R_FTS]),
                     "last_seen": iso_ms(rs[R_LTS])})
-    out.sort(key=lambda r: (-r["tuples"], r["acl_id"], r["rule"]))
+    order = {"denied": 0, "dropped (encryption)": 1, "allowed": 2}
+    out.sort(key=lambda r: (order[r["decision"]], -r["tuples"], r["acl_id"], r["rule"]))
     return out
 
 
@@ -190,7 +192,7 @@ def decision(p: list[Any]) -> str:
 def flow_dict(agg: Aggregator, key: Key, p: list[Any], clock: Clock) -> dict[str, Any]:
     """A flow as the semantic JSON shows it."""
     first, last = first_last(p) if p[RULES] else (0, 0)
-    vo, vi = p[VO], p[VI]
+    vo, vi = vantage(p, VO), vantage(p, VI)
     # the sender's NIC sees what left, the receiver's what arrived: each way the larger view
     sent = (max(vo[0], vi[0]), max(vo[1], vi[1]))
     recv = (max(vo[2], vi[2]), max(vo[3], vi[3]))
@@ -207,7 +209,7 @@ def flow_dict(agg: Aggregator, key: Key, p: list[Any], clock: Clock) -> dict[str
         "one_way_records": {"at_sender": vo[4], "at_receiver": vi[4]},
         "answered_records": {"at_sender": vo[5], "at_receiver": vi[5]},
         "seen_at": {"sender_nic": _vantage(vo), "receiver_nic": _vantage(vi)},
-        "nics": sorted(p[MACS]),
+        "nics": sorted(macs_of(p)),
         "timeline": [{"decision": s, "from": iso_minute(a), "until": iso_minute(b),
                       "minutes": b - a + 1} for s, a, b in timeline(p[MIN])][:20],
     }
@@ -223,9 +225,10 @@ def flow_dict(agg: Aggregator, key: Key, p: list[Any], clock: Clock) -> dict[str
     return d
 
 
-def _vantage(v: list[int]) -> dict[str, int]:
+def _vantage(v: list[int] | tuple[int, ...]) -> dict[str, int]:
     return {"packets_sent": v[0], "bytes_sent": v[1], "packets_received": v[2],
-            "bytes_received": v[3], "one_way_records": v[4], "answered_records": v[5]}
+            "bytes_received": v[3], "one_way_records": v[4], "answered_records": v[5],
+            "packets_sent_one_way": v[6]}
 
 
 def _int(s: str) -> int | str:

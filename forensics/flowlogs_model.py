@@ -15,8 +15,8 @@ from typing import Any
 # a flow
 NB, NC, NE, ND, NX, VO, VI, MIN, RULES, PD, SRCS, ENC, MACS, OWEV, CM, CF, CR = range(17)
 # a vantage (VO: the sender's NIC, VI: the receiver's): packets and bytes each way, records
-# with packets out and none back, records with packets back
-V_PS, V_BS, V_PR, V_BR, V_ONEWAY, V_ANSWERED = range(6)
+# with packets out and none back, records with packets back, packets sent in the former
+V_PS, V_BS, V_PR, V_BR, V_ONEWAY, V_ANSWERED, V_ONEWAY_PS = range(7)
 # a rule's stats in a flow: tuples, first (ts, record, tuple), last (ts, record, tuple)
 R_N, R_FTS, R_FREC, R_FTUP, R_LTS, R_LREC, R_LTUP = range(7)
 # minute flags
@@ -33,9 +33,39 @@ BIG_SPAN = 1 << 20          # minutes (two years): a flow spanning more is bad d
 Key = tuple[str, str, str, str]  # source (or POOLED), destination, destination port, protocol
 
 
+ZERO_VANTAGE = (0, 0, 0, 0, 0, 0, 0)
+
+
 def new_flow() -> list[Any]:
-    return [0, 0, 0, 0, 0, [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], MinuteSet(), {}, set(),
-            None, None, set(), None, -1, 0, None]
+    """A flow; what most flows never need (a second vantage, denied ports, a second NIC,
+    pooled sources, encryption states) stays None until it is (a flow costs ~1.5 KB)."""
+    return [0, 0, 0, 0, 0, None, None, MinuteSet(), {}, None, None, None, None, None, -1, 0,
+            None]
+
+
+def vantage(p: list[Any], i: int) -> list[int] | tuple[int, ...]:
+    """The flow's counts at the sender's NIC (VO) or the receiver's (VI), zeros if none."""
+    v: list[int] | None = p[i]
+    return v if v is not None else ZERO_VANTAGE
+
+
+def macs_of(p: list[Any]) -> set[str]:
+    """The NICs that logged the flow (None, one MAC as text, or a set of them)."""
+    m = p[MACS]
+    if m is None:
+        return set()
+    return {m} if isinstance(m, str) else set(m)
+
+
+def add_mac(p: list[Any], mac: str) -> None:
+    m = p[MACS]
+    if m is None:
+        p[MACS] = mac
+    elif isinstance(m, str):
+        if m != mac:
+            p[MACS] = {m, mac}
+    else:
+        m.add(mac)
 
 
 class MinuteSet:
@@ -66,9 +96,25 @@ class MinuteSet:
         flags[off] |= flag
 
     def merge(self, other: MinuteSet) -> None:
-        for i, f in enumerate(other.flags):
-            if f:
-                self.mark(other.origin + i, f)
+        """OR in another set's flags (whole byte strings at once, not minute by minute)."""
+        theirs = other.flags
+        if not theirs:
+            return
+        if not self.flags:
+            self.origin, self.flags = other.origin, bytearray(theirs)
+            return
+        lo = min(self.origin, other.origin)
+        hi = max(self.origin + len(self.flags), other.origin + len(theirs))
+        if hi - lo > BIG_SPAN:
+            return
+        if lo != self.origin or hi - lo != len(self.flags):
+            grown = bytearray(hi - lo)
+            grown[self.origin - lo:self.origin - lo + len(self.flags)] = self.flags
+            self.origin, self.flags = lo, grown
+        at = other.origin - lo
+        n = len(theirs)
+        mine = int.from_bytes(self.flags[at:at + n], "little")
+        self.flags[at:at + n] = (mine | int.from_bytes(theirs, "little")).to_bytes(n, "little")
 
 
 #: first octets (as text) of IPv4 addresses that are certainly Internet ones: a fast test
@@ -211,7 +257,9 @@ def port_bitmap(ports: set[str]) -> bytearray:
 
 def add_port(p: list[Any], sport: str) -> None:
     ports = p[PD]
-    if type(ports) is set:
+    if ports is None:
+        p[PD] = {sport}
+    elif type(ports) is set:
         ports.add(sport)
         if len(ports) > PORT_SET_MAX:
             p[PD] = port_bitmap(ports)
@@ -220,13 +268,18 @@ def add_port(p: list[Any], sport: str) -> None:
         ports[(i >> 3) & 8191] |= 1 << (i & 7)
 
 
-def port_count(ports: set[str] | bytearray) -> int:
+def port_count(ports: set[str] | bytearray | None) -> int:
+    if ports is None:
+        return 0
     if isinstance(ports, set):
         return len(ports)
     return int.from_bytes(ports, "little").bit_count()
 
 
-def _ports_union(a: set[str] | bytearray, b: set[str] | bytearray) -> set[str] | bytearray:
+def _ports_union(a: set[str] | bytearray | None,
+                 b: set[str] | bytearray | None) -> set[str] | bytearray | None:
+    if a is None or b is None:
+        return b if a is None else a
     if isinstance(a, set) and isinstance(b, set):
         u = a | b
         return u if len(u) <= PORT_SET_MAX else port_bitmap(u)
@@ -254,8 +307,12 @@ def merge_flow(p: list[Any], q: list[Any]) -> None:
     for i in (NB, NC, NE, ND, NX):
         p[i] += q[i]
     for i in (VO, VI):
-        for j in range(6):
-            p[i][j] += q[i][j]
+        if q[i] is not None:
+            if p[i] is None:
+                p[i] = q[i]
+            else:
+                for j in range(7):
+                    p[i][j] += q[i][j]
     p[MIN].merge(q[MIN])
     for rk, rq in q[RULES].items():
         rp = p[RULES].get(rk)
@@ -280,7 +337,8 @@ def merge_flow(p: list[Any], q: list[Any]) -> None:
         for k, v in q[ENC].items():
             e[k] = e.get(k, 0) + v
         p[ENC] = e
-    p[MACS] |= q[MACS]
+    for mac in sorted(macs_of(q)):
+        add_mac(p, mac)
     if q[OWEV] is not None and (p[OWEV] is None or q[OWEV][0] < p[OWEV][0]):
         p[OWEV] = q[OWEV]
     p[CM] = -1

@@ -90,13 +90,16 @@ def analyse(blobs: list[Blob], filt: Filter, jobs: int = 1,
         scaled = None if progress is None else (lambda d, _t: progress(d * total // share, total))
         results.append(read_blobs(runs[0], filt, scaled))
         for pid, rfd in list(children):
-            with os.fdopen(rfd, "rb") as inp:
-                data = inp.read()
+            with os.fdopen(rfd, "rb") as inp:  # unpickled as it streams in: no second copy
+                try:
+                    got: Aggregator | None = pickle.load(inp)
+                except (EOFError, pickle.UnpicklingError):
+                    got = None
             children.remove((pid, rfd))
             usage = os.wait4(pid, 0)[2]
             CHILD_RSS_KB.append(usage.ru_maxrss)
             CHILD_CPU_S.append(usage.ru_utime + usage.ru_stime)
-            results.append(pickle.loads(data) if data else None)
+            results.append(got)
     finally:
         for pid, rfd in children:  # interrupted: leave nothing running
             os.close(rfd)
@@ -121,11 +124,11 @@ def _child(wfd: int, part: list[Blob], filt: Filter) -> None:
     code = 0
     try:
         try:
-            data = pickle.dumps(read_blobs(part, filt), protocol=pickle.HIGHEST_PROTOCOL)
+            agg: Aggregator | None = read_blobs(part, filt)
         except Exception:  # noqa: BLE001 - the parent reads everything again itself
-            data = b""
+            agg = None
         with os.fdopen(wfd, "wb") as out:
-            out.write(data)
+            pickle.dump(agg, out, protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:  # noqa: BLE001 - never run the parent's code in the child
         code = 1
     finally:

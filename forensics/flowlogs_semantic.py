@@ -15,7 +15,19 @@ from .flowlogs_agg import Aggregator
 from .flowlogs_events import Event
 from .flowlogs_findings import build_findings
 from .flowlogs_flows import DECISIONS, Clock, flow_dict, iso_minute, iso_ms, minutes
-from .flowlogs_model import ND, POOLED, R_FTS, R_LTS, R_N, RULES, VI, VO, Key, is_internal
+from .flowlogs_model import (
+    ND,
+    POOLED,
+    R_FTS,
+    R_LTS,
+    R_N,
+    RULES,
+    VI,
+    VO,
+    Key,
+    is_internal,
+    vantage,
+)
 
 SCHEMA_VERSION = 1
 MAX_FLOWS = 200
@@ -31,7 +43,7 @@ def _flow_rank(item: tuple[Key, list[Any]]) -> tuple[int, int]:
     problem = 0
     if p[ND] or any(d == "X" for (_a, _r, d) in p[RULES]):
         problem = 2 if key[0] == POOLED or not is_internal(key[0]) else 4
-    if p[VO][4] or p[VI][4]:
+    if vantage(p, VO)[4] or vantage(p, VI)[4]:
         problem = max(problem, 3)
     return problem, sum(rs[R_N] for rs in p[RULES].values())
 

@@ -323,7 +323,7 @@ def check_one_way(doc: dict[str, Any], err: str) -> None:
     by_dst = {f["flows"][0]["dst"]: f for f in ow}
     assert set(by_dst) == {"10.9.9.9", "10.1.7.7"}
     assert by_dst["10.9.9.9"]["severity"] == "high"
-    assert by_dst["10.9.9.9"]["counts"]["flow_records"] == 4
+    assert by_dst["10.9.9.9"]["counts"] == {"flow_records": 4, "packets_sent": 12, "flows": 1}
     assert "no NIC in these logs" in by_dst["10.9.9.9"]["detail"]
     assert by_dst["10.1.7.7"]["severity"] == "low"
     nr = finding(doc, "flow_allowed_no_reply")

@@ -87,6 +87,7 @@ def test_planted_truth_is_found_exactly(name: str, worlds: dict[str, Any],
     assert len(ow) == 1
     (one,) = truth["one_way"]
     assert ow[0]["counts"]["flow_records"] == one["tuples"]
+    assert ow[0]["counts"]["packets_sent"] == 6 * one["tuples"]  # 6 packets each, none back
     assert ow[0]["window"]["from"] == _iso(one["first_minute"])
     assert ow[0]["flows"][0]["dst"] == "203.0.113.50"
     # the stop: its last minute, matched to the route write
