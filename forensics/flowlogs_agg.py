@@ -235,7 +235,7 @@ class Aggregator:
             rk = rule_of.get(st)
             enc = f[8]
             d = f[6]
-            if rk is None or enc in DROP_ENCRYPTION or (d != "O" and d != "I"):
+            if rk is None or (enc != "NX" and enc in DROP_ENCRYPTION) or (d != "O" and d != "I"):
                 slow(tup, acl, rule, ctx, seen, blob)
                 n_slow += 1
                 continue

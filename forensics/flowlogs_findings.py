@@ -378,8 +378,9 @@ def _scope(cx: _Context, dst: str, kind: str) -> str:
     if dst == POOLED or not is_internal(dst):
         return (f"{dst} is outside the VNet: the packets left the logged scope and the fault "
                 "is beyond it (the remote host, a firewall or NAT on the way, the route out).")
-    return (f"{dst} has no NIC in these logs: the flow logs cannot tell whether the packets "
-            "arrived (enable flow logs on its subnet or VNet, or capture at it).")
+    return (f"{dst} has no NIC in these logs: the packets left the logged scope, so the fault "
+            f"is beyond it or at {dst}; these logs cannot tell whether they arrived (enable flow "
+            "logs on its subnet or VNet, or capture at it).")
 
 
 def _one_way_action(cx: _Context, dst: str) -> str:

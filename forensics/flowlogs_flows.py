@@ -148,12 +148,14 @@ def evidence(agg: Aggregator, ctx: tuple[Any, ...], tup: str, acl: str | None = 
 
 
 def rule_stats(p: list[Any]) -> list[dict[str, Any]]:
-    """One entry per (ACL, rule, decision): denials first, then most tuples first."""
+    """One entry per (ACL, rule, decision): denials first, then most tuples first; with the
+    first and last tuple it decided (real 5-tuples of the flow)."""
     out = []
     for (acl, rule, dec), rs in p[RULES].items():
         out.append({"acl_id": acl, "rule": rule, "decision": DECISIONS[dec],
                     "tuples": rs[R_N], "first_seen": iso_ms(rs[R_FTS]),
-                    "last_seen": iso_ms(rs[R_LTS])})
+                    "last_seen": iso_ms(rs[R_LTS]), "first_tuple": rs[R_FTUP],
+                    "last_tuple": rs[R_LTUP]})
     order = {"denied": 0, "dropped (encryption)": 1, "allowed": 2}
     out.sort(key=lambda r: (order[r["decision"]], -r["tuples"], r["acl_id"], r["rule"]))
     return out

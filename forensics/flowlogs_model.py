@@ -92,7 +92,7 @@ class MinuteSet:
         elif off >= len(flags):
             if off >= BIG_SPAN:
                 return
-            flags.extend(bytes(max(off + 1 - len(flags), len(flags))))
+            flags.extend(bytes(off + 1 - len(flags) + max(60, len(flags) >> 2)))
         flags[off] |= flag
 
     def merge(self, other: MinuteSet) -> None:

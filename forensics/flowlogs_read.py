@@ -1,7 +1,7 @@
 """Find VNet flow-log blobs on disk and read their records one at a time.
 
 A blob (``PT1H.json``, one per NIC and hour) is ``{"records": [ {...}, ... ]}`` with one record
-per minute. It is read in 8 MB pieces and decoded record by record, so memory holds one piece
+per minute. It is read in 1 MB pieces and decoded record by record, so memory holds one piece
 and one record whatever the blob's size, and a blob cut short (a download that stopped) still
 gives every record before the cut. Anything else that is JSON (a list of records, one record)
 is read whole.
@@ -22,7 +22,7 @@ from typing import Any
 
 from .errors import ForensicsError
 
-CHUNK = 8 << 20
+CHUNK = 1 << 20
 BLOB_MARK = "flowLogResourceID="
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[\s,]*")

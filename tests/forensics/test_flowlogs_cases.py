@@ -17,7 +17,7 @@ import pytest
 
 from forensics.cli import main
 
-from .flowlog_blobs import T0, activity, at, record, tup, write_blob
+from .flowlog_blobs import FLOW_LOG_ID, T0, TARGET, activity, at, record, tup, write_blob
 
 MAC_WEB, MAC_DB, MAC_API = "000D3AAA0001", "000D3AAA0002", "000D3AAA0003"
 WEB, DB, API = "10.1.1.4", "10.1.2.4", "10.1.5.6"
@@ -255,13 +255,15 @@ def check_invalid_and_foreign(doc: dict[str, Any], err: str) -> None:
 
 
 def mixed_macs(root: Path) -> None:
-    """A blob whose records name another NIC than its path (two NICs' records in one file)."""
+    """A blob whose records name another NIC than its path (two NICs' records in one file),
+    of two flow logs on two VNets."""
     write_blob(root, MAC_WEB, [
         record(0, MAC_WEB, [(NSG_WEB, [("DefaultRule_AllowVnetOutBound", [
             tup(at(0), WEB, DB, 40000, 6379, "E", ps=5, bs=500, pr=5, br=500)])])]),
         record(0, "00-0D-3A-AA-00-02", [(NSG_DB, [("UserRule_allow-web", [
             tup(at(0), WEB, DB, 40000, 6379, "E", direction="I", ps=5, bs=500, pr=5,
-                br=500)])])])])
+                br=500)])])], flowLogResourceID=FLOW_LOG_ID.replace("FL-TEST", "FL-DATA"),
+            targetResourceID=TARGET.replace("vnet-test", "vnet-data"))])
 
 
 def check_mixed_macs(doc: dict[str, Any], err: str) -> None:
@@ -270,6 +272,8 @@ def check_mixed_macs(doc: dict[str, Any], err: str) -> None:
     assert "records of NIC 000D3AAA0002 in the blob of NIC 000D3AAA0001" in err
     f = flow(doc, WEB, DB, 6379)
     assert f["nics"] == [MAC_WEB, MAC_DB] and f["packets_sent"] == 5
+    logs = {fl["id"].rsplit("/", 1)[1]: fl["targets"] for fl in doc["inputs"]["flow_logs"]}
+    assert logs == {"FL-TEST": [TARGET], "FL-DATA": [TARGET.replace("vnet-test", "vnet-data")]}
 
 
 def duplicate_blob(root: Path) -> None:
