@@ -144,7 +144,8 @@ def bench(work: str, gb: float, repeat: int) -> None:
                   f"{' + '.join(f'{c:.1f}' for c in cpus)} s  peak RSS "
                   f"{' + '.join(f'{r / 1024:.0f}' for r in peak)} MB")
         with open(os.path.join(out, "flowlogs_semantic.json"), encoding="utf-8") as fh:
-            print("  " + _check(json.load(fh), truth))
+            doc = json.load(fh)
+        print(f"  {doc['inputs']['flows']:,} flows; " + _check(doc, truth))
     finally:
         shutil.rmtree(out, ignore_errors=True)
 

@@ -87,7 +87,9 @@ def analyse(blobs: list[Blob], filt: Filter, jobs: int = 1,
             children.append((pid, rfd))
         share = sum(b.size for b in runs[0])
         total = sum(b.size for b in blobs)
-        scaled = None if progress is None else (lambda d, _t: progress(d * total // share, total))
+        # the parent's own run stands for the whole (the others read alongside)
+        scaled = None if progress is None else (
+            lambda d, _t: progress(min(total, d * total // max(share, 1)), total))
         results.append(read_blobs(runs[0], filt, scaled))
         for pid, rfd in list(children):
             with os.fdopen(rfd, "rb") as inp:  # unpickled as it streams in: no second copy
