@@ -431,6 +431,25 @@ def check_stop(doc: dict[str, Any], err: str) -> None:
     assert len([x for x in doc["findings"] if x["id"] == "flow_sudden_stop"]) == 1
 
 
+def ipv6(root: Path) -> None:
+    """IPv6 addresses (colons, no dots): a private pair denied, an Internet scanner pooled."""
+    write_blob(root, MAC_DB, [record(m, MAC_DB, [(NSG_DB, [
+        ("UserRule_deny-v6", [tup(at(m), "fd00:1::4", "fd00:2::4", 40000 + m, 6379, "D",
+                                  direction="I")]),
+        ("DefaultRule_DenyAllInBound", [tup(at(m, 9), "2001:db8::99", "fd00:2::4",
+                                            50000 + m, 22, "D", direction="I")])])])
+        for m in range(3)])
+
+
+def check_ipv6(doc: dict[str, Any], err: str) -> None:
+    by_rule = {f["rule"]["name"]: f for f in doc["findings"] if f["id"] == "flow_denied"}
+    assert by_rule["UserRule_deny-v6"]["severity"] == "critical"
+    assert by_rule["UserRule_deny-v6"]["flows"][0]["src"] == "fd00:1::4"
+    assert by_rule["DefaultRule_DenyAllInBound"]["severity"] == "medium"
+    assert flow(doc, "*", "fd00:2::4", 22)["sources"]["examples"] == ["2001:db8::99"]
+    assert doc["nics"][0]["addresses"] == ["fd00:2::4"] and err == ""
+
+
 @dataclass
 class Case:
     name: str
@@ -456,6 +475,7 @@ CASES = [
          ["--events", "{tmp}/events.json"]),
     Case("denied_ongoing", denied_ongoing, check_ongoing),
     Case("sudden_stop", sudden_stop, check_stop, ["--events", "{tmp}/events.json"]),
+    Case("ipv6", ipv6, check_ipv6),
 ]
 
 
