@@ -36,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
         "DNS, ICMP, TLS, HTTP), with an optional two-ended comparison. Writes "
         "{stem}_semantic.json, {stem}_forensic_report.md and {stem}_executive_summary.md.",
         epilog="Exit status: 0 done (also for a capture cut short: a warning), 2 bad input "
-        "(not a capture, missing file or output directory), 3 internal error.",
+        "(not a capture, missing file or output directory), 3 internal error. VNet flow "
+        "logs: ghost-forensics flowlogs PATH ... (see ghost-forensics flowlogs --help).",
     )
     from importlib.metadata import PackageNotFoundError, version
 
@@ -159,7 +160,15 @@ def _run(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: never a traceback, always a one-line reason on failure."""
+    """Console entry point: never a traceback, always a one-line reason on failure.
+
+    A first argument ``flowlogs`` is the flow-log subcommand (``flowlogs_cli``); a capture
+    file of that name is reached as ``./flowlogs``."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["flowlogs"]:
+        from .flowlogs_cli import main as flowlogs_main
+
+        return flowlogs_main(args[1:])
     try:
         code = run(argv)
     except ForensicsError as exc:
