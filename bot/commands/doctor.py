@@ -135,13 +135,24 @@ def check_az(settings: Settings, run: AzRunner = run_az) -> list[Check]:
     if wanted and account.get("id") != wanted:
         checks.append(Check("az", "warn", f"az uses subscription {account.get('id')}, captures "
                             f"use {wanted}", f"az account set --subscription {wanted}"))
-    code, _out, err = run(["group", "list", "--query", "length(@)", "--output", "tsv"])
+    # a token from the identity, printed nowhere: only its expiry comes back
+    code, out, err = run(["account", "get-access-token", "--query", "expiresOn",
+                          "--output", "tsv"])
     if code != 0:
         checks.append(Check("az token", "FAIL", f"az cannot get a token: {_first(err)}",
-                            "the identity must be reachable from Ghost's commands; see "
+                            "on Container Apps / App Service the identity endpoint must reach "
+                            "az (IDENTITY_ENDPOINT, IDENTITY_HEADER, AZURE_CLIENT_ID); see "
                             "docs/deploy.md \"az and the managed identity\""))
+        return checks
+    checks.append(Check("az token", "ok", f"az gets a token for {who} (valid until "
+                        f"{_first(out) or '?'})"))
+    code, _out, err = run(["group", "list", "--query", "length(@)", "--output", "tsv"])
+    if code != 0:
+        checks.append(Check("az read", "FAIL", f"az cannot read: {_first(err)}",
+                            "check that Azure Resource Manager is reachable and the identity "
+                            "has the Ghost Investigator role (docs/deploy.md)"))
     else:
-        checks.append(Check("az token", "ok", "az read works (az group list)"))
+        checks.append(Check("az read", "ok", "az read works (az group list)"))
     return checks
 
 

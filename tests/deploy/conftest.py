@@ -31,11 +31,11 @@ if args[:2] == ["account", "show"]:
         sys.exit(1)
     print(json.dumps({"id": state["subscription"], "user": {"type": "servicePrincipal",
                       "name": "ghost-identity"}}))
-elif args[:2] == ["group", "list"]:
+elif args[:2] in (["group", "list"], ["account", "get-access-token"]):
     if state.get("token_error"):
         print("ERROR: " + state["token_error"], file=sys.stderr)
         sys.exit(1)
-    print("3")
+    print("3" if args[0] == "group" else "2026-01-01 10:00:00.000000")
 else:
     sys.exit(2)
 """

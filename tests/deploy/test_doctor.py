@@ -44,7 +44,9 @@ def test_a_ready_deployment_passes_every_check(
     assert "signed in as servicePrincipal ghost-identity" in _line(lines, "az")
     # az ran as Ghost runs the model's commands: no shell, and the read went through
     assert (fake_az / "calls.log").read_text().splitlines() == [
-        "account show --output json", "group list --query length(@) --output tsv"]
+        "account show --output json",
+        "account get-access-token --query expiresOn --output tsv",
+        "group list --query length(@) --output tsv"]
 
 
 def test_each_problem_is_one_line_with_its_fix(
