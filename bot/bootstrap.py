@@ -74,8 +74,15 @@ def build_orchestrator(settings: Settings, store: Store, shell: SafeExecShell,
         return lab_orchestrator(lab, store, shell, session_id,  # type: ignore[no-any-return]
                                 scan_orphans=scan_orphans,
                                 is_live=lambda sid: session_is_live(store, sid))
+    from bot.azure_wiring import CaptureStorageInvalid, capture_storage
+
+    try:  # an invalid setting: the backend refuses every call with the fix (azure_wiring)
+        account, account_group = capture_storage(settings)
+    except CaptureStorageInvalid:
+        account, account_group = None, None
     config = OrchestratorConfig(local_capture_dir=settings.capture_dir.resolve(),
-                                storage_auth_mode=settings.azure_storage_auth_mode)
+                                storage_auth_mode=settings.azure_storage_auth_mode,
+                                storage_account=account, storage_resource_group=account_group)
     return CloudOrchestrator(shell=shell, backend=build_capture_backend(settings), tasks=store,
                              session_id=session_id, config=config, scan_orphans=scan_orphans,
                              is_session_live=lambda sid: session_is_live(store, sid))

@@ -68,6 +68,17 @@ class Settings(BaseSettings):
         default="https://{account}.blob.core.windows.net",
         description="Blob endpoint, {account} replaced by the storage account.",
     )
+    capture_storage_account: str | None = Field(
+        default=None,
+        description="The storage account every capture is written to unless the model names "
+        "another: its resource id (/subscriptions/…/resourceGroups/RG/providers/"
+        "Microsoft.Storage/storageAccounts/NAME; the Azure deployment sets it), or its name with "
+        "GHOST_CAPTURE_STORAGE_RESOURCE_GROUP. Unset: the model must name an account.",
+    )
+    capture_storage_resource_group: str | None = Field(
+        default=None, description="Resource group of GHOST_CAPTURE_STORAGE_ACCOUNT when that "
+        "is a name, not a resource id.",
+    )
     azure_storage_auth_mode: str = Field(
         default="login", description="login (Entra ID/RBAC) or key (GHOST_AZURE_STORAGE_KEY)."
     )

@@ -198,6 +198,17 @@ def check_captures(settings: Settings) -> list[Check]:
     elif isinstance(backend, CapturesMisconfigured):
         checks.append(Check("captures", "FAIL", backend.problem, "see .env.example"))
     else:
+        from bot.azure_wiring import capture_storage
+
+        account, group = capture_storage(settings)  # valid: the backend checked it
+        if account is None:
+            checks.append(Check("captures", "warn", "GHOST_CAPTURE_STORAGE_ACCOUNT is not set: a "
+                                "capture needs the model to name a storage account",
+                                "set it to the capture account's resource id (the Bicep's "
+                                "captureStorageAccountId output)"))
+        else:
+            checks.append(Check("captures", "ok", f"captures go to storage account {account} "
+                                f"(resource group {group})"))
         checks.append(Check("captures", "ok", f"subscription {settings.azure_subscription_id}, "
                             f"ARM {settings.azure_arm_endpoint}, storage auth "
                             f"{settings.azure_storage_auth_mode}, files in "

@@ -15,7 +15,9 @@ _GHOST_ENV = ("GHOST_DATABASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GHOST_G
               "SLACK_APP_TOKEN", "MicrosoftAppId", "MICROSOFT_APP_ID", "MicrosoftAppPassword",
               "MicrosoftAppType", "MicrosoftAppTenantId", "GHOST_AZURE_SUBSCRIPTION_ID",
               "GHOST_AZURE_STORAGE_AUTH_MODE", "GHOST_CAPTURE_DIR_OVERRIDE", "GHOST_LOG_FORMAT",
-              "AZURE_CONFIG_DIR", "AZURE_CLIENT_ID", "GHOST_LAB")
+              "AZURE_CONFIG_DIR", "AZURE_CLIENT_ID", "GHOST_LAB", "GHOST_CAPTURE_STORAGE_ACCOUNT",
+              "GHOST_CAPTURE_STORAGE_RESOURCE_GROUP", "IDENTITY_ENDPOINT", "IDENTITY_HEADER",
+              "MSI_ENDPOINT", "MSI_SECRET")
 
 #: a stand-in for the Azure CLI; its state lives in AZURE_CONFIG_DIR, as the real one's does
 FAKE_AZ = """#!/usr/bin/env python3

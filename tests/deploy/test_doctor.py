@@ -29,6 +29,8 @@ def _healthy(monkeypatch: pytest.MonkeyPatch, fake_az: Path) -> None:
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1-2-abc")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "signing")
     monkeypatch.setenv("GHOST_AZURE_SUBSCRIPTION_ID", SUB)
+    monkeypatch.setenv("GHOST_CAPTURE_STORAGE_ACCOUNT", f"/subscriptions/{SUB}/resourceGroups/"
+                       "ghost-rg/providers/Microsoft.Storage/storageAccounts/ghostcap1")
     set_az_state(fake_az, signed_in=True, subscription=SUB)
 
 
