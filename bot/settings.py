@@ -177,7 +177,13 @@ class Settings(BaseSettings):
                                       "GHOST_TEAMS_APP_TENANT_ID"),
         description="The Entra ID tenant (SingleTenant and UserAssignedMSI).",
     )
-    teams_port: int = Field(default=3978, description="HTTP port of the Teams endpoint.")
+    teams_port: int = Field(
+        default=3978, description="GHOST_TEAMS_PORT: a second port for the Teams endpoint "
+        "(/api/messages is also on PORT); the same as PORT serves everything on one port.")
+    teams_allowed_tenants_csv: str = Field(
+        default="", validation_alias=AliasChoices("GHOST_TEAMS_ALLOWED_TENANTS"),
+        description="Entra ID tenant ids whose Teams activities Ghost answers (comma-separated; "
+        "* for any). Default: MicrosoftAppTenantId, the bot's own tenant. Others get 403.")
     teams_approvers_csv: str = Field(
         default="", validation_alias=AliasChoices("GHOST_TEAMS_APPROVERS"),
         description="Comma-separated Entra ID object ids of users and groups who may decide "
@@ -201,6 +207,14 @@ class Settings(BaseSettings):
     @property
     def teams_approvers(self) -> frozenset[str]:
         return frozenset(a.strip() for a in self.teams_approvers_csv.split(",") if a.strip())
+
+    @property
+    def teams_allowed_tenants(self) -> frozenset[str]:
+        listed = frozenset(t.strip() for t in self.teams_allowed_tenants_csv.split(",")
+                           if t.strip())
+        if listed:
+            return listed
+        return frozenset({self.teams_app_tenant_id}) if self.teams_app_tenant_id else frozenset()
 
     @property
     def teams_configured(self) -> bool:
