@@ -24,6 +24,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -137,6 +138,27 @@ def base_app(ready: Ready | None, limits: EdgeLimits | None = None) -> web.Appli
     return app
 
 
+class _OneLineLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """aiohttp's server logger, made to write what it refuses as one line without a traceback:
+    a request that does not parse (not HTTP, a negative Content-Length, an oversized header)
+    is answered 400 by aiohttp itself and reported here."""
+
+    def exception(self, msg: object, *args: Any, exc_info: Any = True, **kwargs: Any) -> None:
+        error = exc_info if isinstance(exc_info, BaseException) else None
+        why = str(error).strip().splitlines()[0] if error is not None and str(error).strip() \
+            else type(error).__name__
+        self.logger.warning("HTTP 400 for a request that does not parse (%s): %s",
+                            str(msg) % args if args else msg, why[:200])
+
+    def debug(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        """aiohttp logs bytes that are not HTTP at all (TLS to a plain port, a scanner) at
+        debug; they get the same one line."""
+        if isinstance(kwargs.get("exc_info"), BaseException):
+            self.exception(msg, *args, exc_info=kwargs["exc_info"])
+        else:
+            self.logger.debug(msg, *args, **kwargs)
+
+
 class EdgeServer:
     """``app`` served on ``host:port`` (and any ``extra_ports``) on ``loop``; bound when built.
 
@@ -157,7 +179,8 @@ class EdgeServer:
                                    shutdown_timeout=limits.shutdown_timeout_s,
                                    keepalive_timeout=limits.idle_timeout_s,
                                    max_line_size=8190, max_field_size=8190, max_headers=64,
-                                   lingering_time=0.0)
+                                   lingering_time=0.0,
+                                   logger=_OneLineLogger(log, {}))
             await runner.setup()
             try:
                 for each in (port, *[p for p in extra_ports if p != port]):

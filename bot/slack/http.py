@@ -41,12 +41,12 @@ def add_slack_routes(web_app: web.Application, app: App, signing_secret: str) ->
         if not timestamp or not signature:
             raise Refused(401, "no Slack signature headers; the body was not read")
         raw = await read_body(request)
-        if not verifier.is_valid(raw, timestamp, signature):
-            raise Refused(401, f"Slack signature does not match (timestamp {timestamp[:20]!r})")
         try:
-            body = raw.decode("utf-8")
+            body = raw.decode("utf-8")  # Slack signs UTF-8 text; the verifier decodes too
         except UnicodeDecodeError:
-            raise Refused(400, "signed body is not UTF-8") from None
+            raise Refused(400, "the body is not UTF-8") from None
+        if not verifier.is_valid(body, timestamp, signature):
+            raise Refused(401, f"Slack signature does not match (timestamp {timestamp[:20]!r})")
         headers: dict[str, str | Sequence[str]] = {
             k.lower(): list(request.headers.getall(k)) for k in request.headers}
         try:
