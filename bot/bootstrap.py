@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.chat.status import LIVE_STATUSES
 from bot.settings import Settings, load_settings
-from storage.db import Database
 from storage.store import Store
 
 if TYPE_CHECKING:
@@ -28,8 +27,9 @@ if TYPE_CHECKING:
 
 def build_store(settings: Settings | None = None) -> Store:
     settings = settings or load_settings()
-    db = Database(settings.resolved_database_url, auto_migrate=settings.uses_default_database)
-    return Store(db, lab=_lab_key(settings))
+    from bot.db_auth import open_database
+
+    return Store(open_database(settings), lab=_lab_key(settings))
 
 
 def _lab_key(settings: Settings) -> str | None:

@@ -37,6 +37,16 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL. Unset: a SQLite file ghost.db in the data dir, created and "
         "migrated on first use. PostgreSQL: postgresql://user@host:5432/db.",
     )
+    database_auth: str = Field(
+        default="password", description="How Ghost signs in to PostgreSQL: `password` (the "
+        "one in GHOST_DATABASE_URL, if any) or `azure` (an Entra ID token of the managed "
+        "identity AZURE_CLIENT_ID, refreshed before it expires; the Azure deployment sets it).",
+    )
+    database_app_role: str | None = Field(
+        default=None, description="`ghost db upgrade` grants this role what the apps need and "
+        "nothing more (it owns nothing; docs/storage.md). The migration job sets it to the "
+        "apps' managed identity.",
+    )
     model: str = Field(default=DEFAULT_MODEL, description="The Gemini model.")
     gemini_api_key: str | None = Field(
         default=None,

@@ -37,10 +37,10 @@ class Check:
 
 
 def check_database(settings: Settings) -> Check:
+    from bot.db_auth import open_database
     from bot.health import database_status
-    from storage.db import Database
 
-    db = Database(settings.resolved_database_url, auto_migrate=settings.uses_default_database)
+    db = open_database(settings)
     try:
         ok, found, fix = database_status(db)
     finally:

@@ -33,6 +33,7 @@ class IdentityEndpoint:
     client_id: str
     header: str = field(default_factory=lambda: secrets.token_hex(16))
     requests: list[dict[str, Any]] = field(default_factory=list)
+    issued: list[str] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
 
     @property
@@ -75,7 +76,8 @@ class IdentityEndpoint:
                     return self._send(400, {"error": "invalid_request",
                                             "error_description": "unknown identity"})
                 resource = query["resource"]
-                self._send(200, {"access_token": endpoint.token(resource),
+                endpoint.issued.append(endpoint.token(resource))
+                self._send(200, {"access_token": endpoint.issued[-1],
                                  "expires_on": str(int(time.time()) + 3600),
                                  "resource": resource, "token_type": "Bearer",
                                  "client_id": endpoint.client_id})
