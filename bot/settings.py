@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.engine.models import DEFAULT_MODEL
+
+#: what the Azure deployment writes to Key Vault for a secret parameter left empty
+#: (deploy/azure/modules/ghost.bicep); read as unset, and `ghost doctor` names each one
+SECRET_PLACEHOLDER = "ghost-placeholder-unset"
+#: setting → (environment variable, Key Vault secret, deployment parameter)
+PLACEHOLDER_SECRETS = {
+    "gemini_api_key": ("GEMINI_API_KEY", "gemini-api-key", "geminiApiKey"),
+    "slack_bot_token": ("SLACK_BOT_TOKEN", "slack-bot-token", "slackBotToken"),
+    "slack_signing_secret": ("SLACK_SIGNING_SECRET", "slack-signing-secret",
+                             "slackSigningSecret"),
+    "teams_app_password": ("MicrosoftAppPassword", "teams-app-password", "teamsAppPassword"),
+}
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def default_data_dir() -> Path:
@@ -217,6 +240,36 @@ class Settings(BaseSettings):
     @property
     def teams_approvers(self) -> frozenset[str]:
         return frozenset(a.strip() for a in self.teams_approvers_csv.split(",") if a.strip())
+
+    _placeholders: list[str] = PrivateAttr(default_factory=list)
+
+    @field_validator("gemini_base_url")
+    @classmethod
+    def _gemini_over_https(cls, value: str | None) -> str | None:
+        """The API key travels with every request: https, or plain http to this machine only
+        (a local stand-in)."""
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme == "https" and parts.hostname:
+            return value
+        if parts.scheme == "http" and parts.hostname and _is_loopback(parts.hostname):
+            return value
+        raise ValueError(f"GOOGLE_GEMINI_BASE_URL must be an https URL (plain http only to a "
+                         f"loopback address such as http://127.0.0.1:PORT), not {value!r}")
+
+    @model_validator(mode="after")
+    def _placeholders_are_unset(self) -> Settings:
+        for name in PLACEHOLDER_SECRETS:
+            if getattr(self, name) == SECRET_PLACEHOLDER:
+                setattr(self, name, None)
+                self._placeholders.append(name)
+        return self
+
+    @property
+    def placeholder_secrets(self) -> list[str]:
+        """The settings whose value is the deployment's placeholder (read as unset)."""
+        return list(self._placeholders)
 
     @property
     def teams_allowed_tenants(self) -> frozenset[str]:

@@ -90,6 +90,20 @@ def _check_teams(settings: Settings) -> Check:
                  f"/api/messages on port {settings.teams_port}")
 
 
+def check_placeholders(settings: Settings) -> list[Check]:
+    """Secrets the Azure deployment wrote as placeholders (their parameter was empty)."""
+    from bot.settings import PLACEHOLDER_SECRETS
+
+    checks = []
+    for name in settings.placeholder_secrets:
+        env, secret, parameter = PLACEHOLDER_SECRETS[name]
+        checks.append(Check("secrets", "warn", f"{env} is the deployment's placeholder: Key "
+                            f"Vault secret {secret} was never given a value (read as unset)",
+                            f"deploy again with the {parameter} parameter set, then restart "
+                            "the apps' revisions (docs/deploy.md, \"Secrets\")"))
+    return checks
+
+
 def check_gemini(settings: Settings) -> Check:
     if not settings.gemini_api_key:
         return Check("gemini", "FAIL", "GEMINI_API_KEY is not set",
@@ -233,8 +247,9 @@ def run_checks(settings: Settings, run: AzRunner = run_az) -> list[Check]:
         return [check_database(settings), *check_chat(settings), gemini,
                 Check("lab", "ok", f"GHOST_LAB={lab}: investigations run against the simulated "
                       "estate; az and Azure captures are not used")]
-    return [check_database(settings), *check_chat(settings), check_gemini(settings),
-            *check_az(settings, run), check_tools(), *check_captures(settings)]
+    return [check_database(settings), *check_placeholders(settings), *check_chat(settings),
+            check_gemini(settings), *check_az(settings, run), check_tools(),
+            *check_captures(settings)]
 
 
 def doctor(args: argparse.Namespace) -> int:
