@@ -95,14 +95,13 @@ EXECUTOR: web.AppKey[ThreadPoolExecutor] = web.AppKey("executor", ThreadPoolExec
 
 @web.middleware
 async def _answer_refusals(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Refused → its 4xx; aiohttp's own 4xx (404, 405) pass; anything else is one 500 line."""
+    """Refused → its 4xx and one line; aiohttp's own 4xx (404, 405) and those a library raised
+    (botbuilder's 401, logged by ``bot.teams.auth``) pass; anything else is one 500 line."""
     try:
         return await handler(request)
     except Refused as exc:
         return refused(request, exc.status, exc.why)
-    except web.HTTPException as exc:
-        if exc.status >= 400 and exc.status != 404:
-            return refused(request, exc.status, exc.reason)
+    except web.HTTPException:  # aiohttp's own (404, 405) or a library's, which logged it
         raise
     except asyncio.CancelledError:
         raise
