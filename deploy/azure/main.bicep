@@ -136,11 +136,15 @@ module identities 'modules/identities.bicep' = {
 }
 
 // AcrPull before anything pulls: the apps and the job depend on it.
+// the registry's id in parts (a stand-in id when there is none, so that the scope below never
+// indexes past an empty string, even for a module that is not deployed)
+var registryIdParts = split(empty(registryResourceId) ? '${subscription().id}/resourceGroups/${ghostResourceGroupName}/providers/Microsoft.ContainerRegistry/registries/none' : registryResourceId, '/')
+
 module acrPull 'modules/acr-pull.bicep' = if (!empty(registryResourceId)) {
   name: 'ghost-acr-pull'
-  scope: resourceGroup(split(registryResourceId, '/')[2], split(registryResourceId, '/')[4])
+  scope: resourceGroup(registryIdParts[2], registryIdParts[4])
   params: {
-    registryName: last(split(registryResourceId, '/'))
+    registryName: last(registryIdParts)
     principalIds: [
       identities.outputs.appPrincipalId
       identities.outputs.migratePrincipalId
@@ -155,7 +159,7 @@ module ghost 'modules/ghost.bicep' = {
     location: location
     namePrefix: namePrefix
     image: image
-    registryServer: empty(registryResourceId) ? '' : '${last(split(registryResourceId, '/'))}${environment().suffixes.acrLoginServer}'
+    registryServer: empty(registryResourceId) ? '' : toLower('${last(registryIdParts)}${environment().suffixes.acrLoginServer}')
     appIdentityName: identities.outputs.appName
     appPrincipalId: identities.outputs.appPrincipalId
     appClientId: identities.outputs.appClientId

@@ -473,7 +473,6 @@ resource postgres 'Microsoft.DBforPostgreSQL/flexibleServers@2024-08-01' = {
     network: {
       delegatedSubnetResourceId: '${vnet.id}/subnets/postgres'
       privateDnsZoneArmResourceId: postgresDns.id
-      publicNetworkAccess: 'Disabled'
     }
     highAvailability: {
       mode: 'Disabled'
