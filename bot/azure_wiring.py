@@ -7,6 +7,7 @@ model pivots to other evidence instead of the investigation (or the worker) cras
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -28,6 +29,55 @@ _FIX_FOR_FIELD = {
                               "{{account}} in it (e.g. https://{{account}}.blob.core.windows.net)"
                               ", not {value!r}.",
 }
+
+
+_STORAGE_ID = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
+    r"Microsoft\.Storage/storageAccounts/(?P<name>[^/]+)/?$", re.IGNORECASE)
+_ACCOUNT_NAME = re.compile(r"^[a-z0-9]{3,24}$")
+_RESOURCE_GROUP = re.compile(r"^[A-Za-z0-9._()-]{1,90}$")
+
+
+class CaptureStorageInvalid(ValueError):
+    """GHOST_CAPTURE_STORAGE_ACCOUNT (or its resource group) cannot name an account."""
+
+
+def capture_storage(settings: Settings) -> tuple[str | None, str | None]:
+    """The configured capture account and its resource group, ``(None, None)`` when unset.
+
+    Raises :class:`CaptureStorageInvalid` with the fix when the setting cannot work."""
+    raw = (settings.capture_storage_account or "").strip()
+    if not raw:
+        return None, None
+    found = _STORAGE_ID.match(raw)
+    if found:
+        name, group, sub = found["name"], found["rg"], found["sub"]
+        if settings.azure_subscription_id and sub.lower() != \
+                settings.azure_subscription_id.lower():
+            raise CaptureStorageInvalid(
+                f"GHOST_CAPTURE_STORAGE_ACCOUNT is in subscription {sub}, but captures run in "
+                f"{settings.azure_subscription_id} (GHOST_AZURE_SUBSCRIPTION_ID); use an "
+                "account in the captures' subscription.")
+    elif raw.startswith("/"):
+        raise CaptureStorageInvalid(
+            f"GHOST_CAPTURE_STORAGE_ACCOUNT {raw!r} is not a storage account resource id "
+            "(/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.Storage/"
+            "storageAccounts/NAME).")
+    else:
+        name, group = raw, (settings.capture_storage_resource_group or "").strip()
+        if not group:
+            raise CaptureStorageInvalid(
+                f"GHOST_CAPTURE_STORAGE_ACCOUNT={raw} is a name without its resource group; "
+                "set GHOST_CAPTURE_STORAGE_RESOURCE_GROUP too, or give the account's resource "
+                "id.")
+    if not _ACCOUNT_NAME.match(name):
+        raise CaptureStorageInvalid(
+            f"GHOST_CAPTURE_STORAGE_ACCOUNT names {name!r}, which is not a storage account name "
+            "(3-24 lowercase letters and digits).")
+    if not _RESOURCE_GROUP.match(group):
+        raise CaptureStorageInvalid(f"{group!r} is not a resource group name "
+                                    "(GHOST_CAPTURE_STORAGE_ACCOUNT / _RESOURCE_GROUP).")
+    return name, group
 
 
 class CapturesNotConfigured:
@@ -83,6 +133,11 @@ def capture_backend(settings: Settings) -> CaptureBackend:
     from cloud.azure_backend import AzureCaptureBackend
     from cloud.azure_settings import AzureSettings, InvalidAzureSetting
 
+    try:
+        capture_storage(settings)
+    except CaptureStorageInvalid as exc:
+        backend = CapturesMisconfigured(str(exc))
+        return backend  # type: ignore[no-any-return]
     key = settings.azure_storage_key
     try:
         azure = AzureSettings(

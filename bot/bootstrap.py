@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.chat.status import LIVE_STATUSES
 from bot.settings import Settings, load_settings
-from storage.db import Database
 from storage.store import Store
 
 if TYPE_CHECKING:
@@ -28,8 +27,9 @@ if TYPE_CHECKING:
 
 def build_store(settings: Settings | None = None) -> Store:
     settings = settings or load_settings()
-    db = Database(settings.resolved_database_url, auto_migrate=settings.uses_default_database)
-    return Store(db, lab=_lab_key(settings))
+    from bot.db_auth import open_database
+
+    return Store(open_database(settings), lab=_lab_key(settings))
 
 
 def _lab_key(settings: Settings) -> str | None:
@@ -74,8 +74,15 @@ def build_orchestrator(settings: Settings, store: Store, shell: SafeExecShell,
         return lab_orchestrator(lab, store, shell, session_id,  # type: ignore[no-any-return]
                                 scan_orphans=scan_orphans,
                                 is_live=lambda sid: session_is_live(store, sid))
+    from bot.azure_wiring import CaptureStorageInvalid, capture_storage
+
+    try:  # an invalid setting: the backend refuses every call with the fix (azure_wiring)
+        account, account_group = capture_storage(settings)
+    except CaptureStorageInvalid:
+        account, account_group = None, None
     config = OrchestratorConfig(local_capture_dir=settings.capture_dir.resolve(),
-                                storage_auth_mode=settings.azure_storage_auth_mode)
+                                storage_auth_mode=settings.azure_storage_auth_mode,
+                                storage_account=account, storage_resource_group=account_group)
     return CloudOrchestrator(shell=shell, backend=build_capture_backend(settings), tasks=store,
                              session_id=session_id, config=config, scan_orphans=scan_orphans,
                              is_session_live=lambda sid: session_is_live(store, sid))

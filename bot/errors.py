@@ -10,6 +10,7 @@ from core.errors import GhostError
 
 def run_reporting_errors(run: Callable[[], int]) -> int:
     """Run a command; turn known failures into one line on stderr and a non-zero exit."""
+    from pydantic import ValidationError
     from sqlalchemy.exc import DBAPIError, OperationalError
 
     try:
@@ -17,6 +18,13 @@ def run_reporting_errors(run: Callable[[], int]) -> int:
     except GhostError as exc:
         print(f"ghost: {exc}", file=sys.stderr)
         return exc.exit_code
+    except ValidationError as exc:  # a setting from the environment or .env (bot/settings.py)
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error.get("loc", ())) or exc.title
+            print(f"ghost: setting {where} is invalid: "
+                  f"{str(error.get('msg', '')).removeprefix('Value error, ')}",
+                  file=sys.stderr)
+        return 2
     except OperationalError as exc:
         line = str(getattr(exc, "orig", exc)).strip().splitlines()
         print(

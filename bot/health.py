@@ -62,7 +62,11 @@ def database_status(db: Any, *, newer_ok: bool = False) -> tuple[bool, str, str]
 class Readiness:
     """``database_status`` cached for ``ttl_s`` seconds; safe to call from many threads.
 
-    A change (ready → not ready and back) is logged once, with the reason.
+    At most one check runs at a time: while one is in flight (a database that hangs until its
+    connect timeout), every other caller gets the last answer at once instead of queueing
+    behind it, and the cache is stamped when the check ends, so a slow check is not repeated
+    by the callers that waited. A change (ready → not ready and back) is logged once, with the
+    reason.
     """
 
     def __init__(self, db: Any, *, ttl_s: float = 5.0,
@@ -70,7 +74,7 @@ class Readiness:
         self.db = db
         self.ttl_s = ttl_s
         self.clock = clock
-        self._lock = threading.Lock()
+        self._checking = threading.Lock()
         self._at: float | None = None
         self._last: tuple[bool, str] = (False, "not checked yet")
 
@@ -79,14 +83,19 @@ class Readiness:
         return ok, f"{found}; {fix}" if fix else found
 
     def __call__(self) -> tuple[bool, str]:
-        with self._lock:
-            now = self.clock()
-            if self._at is None or now - self._at >= self.ttl_s:
-                before = self._last[0] if self._at is not None else None
-                self._last = self._check()
-                self._at = now
-                if self._last[0] != before:
-                    log.log(logging.INFO if self._last[0] else logging.WARNING,
-                            "readiness: %s (%s)", "ready" if self._last[0] else "not ready",
-                            self._last[1])
+        if self._at is not None and self.clock() - self._at < self.ttl_s:
             return self._last
+        if not self._checking.acquire(blocking=False):  # one in flight: its last answer
+            return self._last
+        try:
+            if self._at is not None and self.clock() - self._at < self.ttl_s:
+                return self._last  # another caller finished a check just now
+            before = self._last[0] if self._at is not None else None
+            result = self._check()
+            self._last, self._at = result, self.clock()
+            if result[0] != before:
+                log.log(logging.INFO if result[0] else logging.WARNING,
+                        "readiness: %s (%s)", "ready" if result[0] else "not ready", result[1])
+            return result
+        finally:
+            self._checking.release()

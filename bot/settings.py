@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.engine.models import DEFAULT_MODEL
+
+#: what the Azure deployment writes to Key Vault for a secret parameter left empty
+#: (deploy/azure/modules/ghost.bicep); read as unset, and `ghost doctor` names each one
+SECRET_PLACEHOLDER = "ghost-placeholder-unset"
+#: setting → (environment variable, Key Vault secret, deployment parameter)
+PLACEHOLDER_SECRETS = {
+    "gemini_api_key": ("GEMINI_API_KEY", "gemini-api-key", "geminiApiKey"),
+    "slack_bot_token": ("SLACK_BOT_TOKEN", "slack-bot-token", "slackBotToken"),
+    "slack_signing_secret": ("SLACK_SIGNING_SECRET", "slack-signing-secret",
+                             "slackSigningSecret"),
+    "teams_app_password": ("MicrosoftAppPassword", "teams-app-password", "teamsAppPassword"),
+}
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def default_data_dir() -> Path:
@@ -36,6 +59,16 @@ class Settings(BaseSettings):
         default=None,
         description="SQLAlchemy URL. Unset: a SQLite file ghost.db in the data dir, created and "
         "migrated on first use. PostgreSQL: postgresql://user@host:5432/db.",
+    )
+    database_auth: str = Field(
+        default="password", description="How Ghost signs in to PostgreSQL: `password` (the "
+        "one in GHOST_DATABASE_URL, if any) or `azure` (an Entra ID token of the managed "
+        "identity AZURE_CLIENT_ID, refreshed before it expires; the Azure deployment sets it).",
+    )
+    database_app_role: str | None = Field(
+        default=None, description="`ghost db upgrade` grants this role what the apps need and "
+        "nothing more (it owns nothing; docs/storage.md). The migration job sets it to the "
+        "apps' managed identity.",
     )
     model: str = Field(default=DEFAULT_MODEL, description="The Gemini model.")
     gemini_api_key: str | None = Field(
@@ -67,6 +100,17 @@ class Settings(BaseSettings):
     azure_blob_endpoint_template: str = Field(
         default="https://{account}.blob.core.windows.net",
         description="Blob endpoint, {account} replaced by the storage account.",
+    )
+    capture_storage_account: str | None = Field(
+        default=None,
+        description="The storage account every capture is written to unless the model names "
+        "another: its resource id (/subscriptions/…/resourceGroups/RG/providers/"
+        "Microsoft.Storage/storageAccounts/NAME; the Azure deployment sets it), or its name with "
+        "GHOST_CAPTURE_STORAGE_RESOURCE_GROUP. Unset: the model must name an account.",
+    )
+    capture_storage_resource_group: str | None = Field(
+        default=None, description="Resource group of GHOST_CAPTURE_STORAGE_ACCOUNT when that "
+        "is a name, not a resource id.",
     )
     azure_storage_auth_mode: str = Field(
         default="login", description="login (Entra ID/RBAC) or key (GHOST_AZURE_STORAGE_KEY)."
@@ -166,7 +210,13 @@ class Settings(BaseSettings):
                                       "GHOST_TEAMS_APP_TENANT_ID"),
         description="The Entra ID tenant (SingleTenant and UserAssignedMSI).",
     )
-    teams_port: int = Field(default=3978, description="HTTP port of the Teams endpoint.")
+    teams_port: int = Field(
+        default=3978, description="GHOST_TEAMS_PORT: a second port for the Teams endpoint "
+        "(/api/messages is also on PORT); the same as PORT serves everything on one port.")
+    teams_allowed_tenants_csv: str = Field(
+        default="", validation_alias=AliasChoices("GHOST_TEAMS_ALLOWED_TENANTS"),
+        description="Entra ID tenant ids whose Teams activities Ghost answers (comma-separated; "
+        "* for any). Default: MicrosoftAppTenantId, the bot's own tenant. Others get 403.")
     teams_approvers_csv: str = Field(
         default="", validation_alias=AliasChoices("GHOST_TEAMS_APPROVERS"),
         description="Comma-separated Entra ID object ids of users and groups who may decide "
@@ -190,6 +240,44 @@ class Settings(BaseSettings):
     @property
     def teams_approvers(self) -> frozenset[str]:
         return frozenset(a.strip() for a in self.teams_approvers_csv.split(",") if a.strip())
+
+    _placeholders: list[str] = PrivateAttr(default_factory=list)
+
+    @field_validator("gemini_base_url")
+    @classmethod
+    def _gemini_over_https(cls, value: str | None) -> str | None:
+        """The API key travels with every request: https, or plain http to this machine only
+        (a local stand-in)."""
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme == "https" and parts.hostname:
+            return value
+        if parts.scheme == "http" and parts.hostname and _is_loopback(parts.hostname):
+            return value
+        raise ValueError(f"GOOGLE_GEMINI_BASE_URL must be an https URL (plain http only to a "
+                         f"loopback address such as http://127.0.0.1:PORT), not {value!r}")
+
+    @model_validator(mode="after")
+    def _placeholders_are_unset(self) -> Settings:
+        for name in PLACEHOLDER_SECRETS:
+            if getattr(self, name) == SECRET_PLACEHOLDER:
+                setattr(self, name, None)
+                self._placeholders.append(name)
+        return self
+
+    @property
+    def placeholder_secrets(self) -> list[str]:
+        """The settings whose value is the deployment's placeholder (read as unset)."""
+        return list(self._placeholders)
+
+    @property
+    def teams_allowed_tenants(self) -> frozenset[str]:
+        listed = frozenset(t.strip() for t in self.teams_allowed_tenants_csv.split(",")
+                           if t.strip())
+        if listed:
+            return listed
+        return frozenset({self.teams_app_tenant_id}) if self.teams_app_tenant_id else frozenset()
 
     @property
     def teams_configured(self) -> bool:

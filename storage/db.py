@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +103,12 @@ def parse_url(url: str) -> Any:
     return parsed
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite files get their directory created."""
+def make_engine(url: str, password: Callable[[], str] | None = None) -> Engine:
+    """An engine for ``url``; SQLite files get their directory created.
+
+    ``password``: called for each new PostgreSQL connection, its result is the password (an
+    Entra ID token on Azure, which expires: a token fetched once would stop new connections
+    an hour later). The URL's own password is used otherwise."""
     url = normalise_url(url)
     parsed = parse_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -119,20 +124,26 @@ def make_engine(url: str) -> Engine:
         if "application_name" not in parsed.query:
             connect_args["application_name"] = "ghost"
     try:
-        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+        engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     except ImportError as exc:  # e.g. postgresql+asyncpg:// without that driver installed
         raise DatabaseUrlInvalid(
             f"GHOST_DATABASE_URL asks for the database driver {parsed.drivername!r}, which is "
             f"not installed ({exc.name or exc}).",
             "Use postgresql://… (Ghost's psycopg driver) or sqlite:///….") from None
+    if password is not None:
+        @event.listens_for(engine, "do_connect")
+        def _password(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+            cparams["password"] = password()
+    return engine
 
 
 class Database:
     """An engine, its session factory, and the checks a command runs before using them."""
 
-    def __init__(self, url: str, *, auto_migrate: bool = False) -> None:
+    def __init__(self, url: str, *, auto_migrate: bool = False,
+                 password: Callable[[], str] | None = None) -> None:
         self.url = normalise_url(url)
-        self.engine = make_engine(self.url)
+        self.engine = make_engine(self.url, password)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.auto_migrate = auto_migrate
         self._checked = False

@@ -34,11 +34,12 @@ def where(settings: Any, url: str) -> list[str]:
 
 
 def upgrade(args: argparse.Namespace) -> int:
+    from bot.db_auth import open_database
     from storage import migrate
-    from storage.db import Database, safe_url
+    from storage.db import safe_url
 
     settings = load_settings()
-    db = Database(settings.resolved_database_url)
+    db = open_database(settings, auto_migrate=False)
     before = _revision(db)
     if before is not None and before not in migrate.known_revisions():
         from storage.errors import too_new
@@ -50,16 +51,22 @@ def upgrade(args: argparse.Namespace) -> int:
         print(f"Database {safe_url(db.url)} is already at revision {after}.")
     else:
         print(f"Database {safe_url(db.url)} upgraded from {before or 'empty'} to {after}.")
+    if settings.database_app_role:  # the apps' role: what they need, nothing they own
+        from storage.roles import grant_app_role
+
+        for line in grant_app_role(db.engine, settings.database_app_role):
+            print(line)
     return 0
 
 
 def status(args: argparse.Namespace) -> int:
     """Where the database is and its revision; exit 1 (with what to do) when not at head."""
+    from bot.db_auth import open_database
     from storage import migrate
-    from storage.db import Database, safe_url
+    from storage.db import safe_url
 
     settings = load_settings()
-    db = Database(settings.resolved_database_url, auto_migrate=settings.uses_default_database)
+    db = open_database(settings)
     if db.auto_migrate:
         from storage.errors import DatabaseTooNew
 

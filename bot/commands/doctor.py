@@ -37,10 +37,10 @@ class Check:
 
 
 def check_database(settings: Settings) -> Check:
+    from bot.db_auth import open_database
     from bot.health import database_status
-    from storage.db import Database
 
-    db = Database(settings.resolved_database_url, auto_migrate=settings.uses_default_database)
+    db = open_database(settings)
     try:
         ok, found, fix = database_status(db)
     finally:
@@ -90,6 +90,20 @@ def _check_teams(settings: Settings) -> Check:
                  f"/api/messages on port {settings.teams_port}")
 
 
+def check_placeholders(settings: Settings) -> list[Check]:
+    """Secrets the Azure deployment wrote as placeholders (their parameter was empty)."""
+    from bot.settings import PLACEHOLDER_SECRETS
+
+    checks = []
+    for name in settings.placeholder_secrets:
+        env, secret, parameter = PLACEHOLDER_SECRETS[name]
+        checks.append(Check("secrets", "warn", f"{env} is the deployment's placeholder: Key "
+                            f"Vault secret {secret} was never given a value (read as unset)",
+                            f"deploy again with the {parameter} parameter set, then restart "
+                            "the apps' revisions (docs/deploy.md, \"Secrets\")"))
+    return checks
+
+
 def check_gemini(settings: Settings) -> Check:
     if not settings.gemini_api_key:
         return Check("gemini", "FAIL", "GEMINI_API_KEY is not set",
@@ -135,13 +149,24 @@ def check_az(settings: Settings, run: AzRunner = run_az) -> list[Check]:
     if wanted and account.get("id") != wanted:
         checks.append(Check("az", "warn", f"az uses subscription {account.get('id')}, captures "
                             f"use {wanted}", f"az account set --subscription {wanted}"))
-    code, _out, err = run(["group", "list", "--query", "length(@)", "--output", "tsv"])
+    # a token from the identity, printed nowhere: only its expiry comes back
+    code, out, err = run(["account", "get-access-token", "--query", "expiresOn",
+                          "--output", "tsv"])
     if code != 0:
         checks.append(Check("az token", "FAIL", f"az cannot get a token: {_first(err)}",
-                            "the identity must be reachable from Ghost's commands; see "
+                            "on Container Apps / App Service the identity endpoint must reach "
+                            "az (IDENTITY_ENDPOINT, IDENTITY_HEADER, AZURE_CLIENT_ID); see "
                             "docs/deploy.md \"az and the managed identity\""))
+        return checks
+    checks.append(Check("az token", "ok", f"az gets a token for {who} (valid until "
+                        f"{_first(out) or '?'})"))
+    code, _out, err = run(["group", "list", "--query", "length(@)", "--output", "tsv"])
+    if code != 0:
+        checks.append(Check("az read", "FAIL", f"az cannot read: {_first(err)}",
+                            "check that Azure Resource Manager is reachable and the identity "
+                            "has the Ghost Investigator role (docs/deploy.md)"))
     else:
-        checks.append(Check("az token", "ok", "az read works (az group list)"))
+        checks.append(Check("az read", "ok", "az read works (az group list)"))
     return checks
 
 
@@ -187,6 +212,17 @@ def check_captures(settings: Settings) -> list[Check]:
     elif isinstance(backend, CapturesMisconfigured):
         checks.append(Check("captures", "FAIL", backend.problem, "see .env.example"))
     else:
+        from bot.azure_wiring import capture_storage
+
+        account, group = capture_storage(settings)  # valid: the backend checked it
+        if account is None:
+            checks.append(Check("captures", "warn", "GHOST_CAPTURE_STORAGE_ACCOUNT is not set: a "
+                                "capture needs the model to name a storage account",
+                                "set it to the capture account's resource id (the Bicep's "
+                                "captureStorageAccountId output)"))
+        else:
+            checks.append(Check("captures", "ok", f"captures go to storage account {account} "
+                                f"(resource group {group})"))
         checks.append(Check("captures", "ok", f"subscription {settings.azure_subscription_id}, "
                             f"ARM {settings.azure_arm_endpoint}, storage auth "
                             f"{settings.azure_storage_auth_mode}, files in "
@@ -211,8 +247,9 @@ def run_checks(settings: Settings, run: AzRunner = run_az) -> list[Check]:
         return [check_database(settings), *check_chat(settings), gemini,
                 Check("lab", "ok", f"GHOST_LAB={lab}: investigations run against the simulated "
                       "estate; az and Azure captures are not used")]
-    return [check_database(settings), *check_chat(settings), check_gemini(settings),
-            *check_az(settings, run), check_tools(), *check_captures(settings)]
+    return [check_database(settings), *check_placeholders(settings), *check_chat(settings),
+            check_gemini(settings), *check_az(settings, run), check_tools(),
+            *check_captures(settings)]
 
 
 def doctor(args: argparse.Namespace) -> int:

@@ -2,7 +2,8 @@
 `ghost worker`.
 
 Slack: Socket Mode when SLACK_APP_TOKEN is set (one process, no public URL); HTTP on $PORT
-otherwise. Teams: the Bot Framework endpoint on $TEAMS_PORT when MicrosoftAppId is set. Both
+otherwise. Teams: the Bot Framework endpoint on $PORT and $GHOST_TEAMS_PORT when
+MicrosoftAppId is set. One aiohttp server answers all of it (``bot/edge.py``). Both
 commands run the lease-guarded periodic jobs, so any number of replicas can run.
 
 SIGTERM drains within 10 s (``bot.worker.Drain``): no new requests or claims, the acks in flight
@@ -33,10 +34,11 @@ SERVE_HELP = "run Ghost in Slack and/or Teams (plus a worker unless --no-worker)
 SERVE_DESCRIPTION = (
     "Answer Slack and/or Microsoft Teams, whichever is configured. Slack: Socket Mode when "
     "SLACK_APP_TOKEN is set (no public URL), else HTTP on $PORT at /slack/events (needs "
-    "SLACK_SIGNING_SECRET). Teams: the Bot Framework endpoint /api/messages on $TEAMS_PORT "
-    "(default 3978) when MicrosoftAppId is set. Runs a worker too unless --no-worker or "
-    "GHOST_SERVE_RUNS_WORKER=false. SIGTERM drains within 10 s: no new requests or claims, the "
-    "steps in flight finished or handed back, every lease released (docs/reliability.md).")
+    "SLACK_SIGNING_SECRET). Teams: the Bot Framework endpoint /api/messages on $PORT and on "
+    "$GHOST_TEAMS_PORT (default 3978) when MicrosoftAppId is set. Runs a worker too unless "
+    "--no-worker or GHOST_SERVE_RUNS_WORKER=false. SIGTERM drains within 10 s: no new "
+    "requests or claims, the steps in flight finished or handed back, every lease released "
+    "(docs/reliability.md).")
 WORKER_HELP = "run investigations from the database (any number of processes)"
 WORKER_DESCRIPTION = (
     "Claim runnable investigations with a lease and advance them, posting into Slack and/or "
@@ -57,8 +59,8 @@ def add_parsers(groups: Any) -> None:
              "/readyz probes listen on (default: 0.0.0.0)")
     serve_parser.add_argument(
         "--port", type=int,
-        help="port of the Slack HTTP endpoint, or of the probes in Socket Mode or Teams-only "
-             "(default: $PORT or 3000; Teams uses $TEAMS_PORT)")
+        help="port of the HTTP server: Slack's endpoint, Teams' /api/messages and the probes "
+             "(default: $PORT or 3000; Teams is also on $GHOST_TEAMS_PORT, default 3978)")
     worker_parser = groups.add_parser("worker", help=WORKER_HELP,
                                       description=WORKER_DESCRIPTION)
     worker_parser.add_argument("--once", action="store_true",
@@ -171,23 +173,14 @@ def serve(args: argparse.Namespace) -> int:
     if teams and slack:  # its reconcile job finds Slack's inbox entries (mentions, clicks)
         teams.runtime.answer_mention = slack.runtime.answer_mention
     started = _background(services, settings, stop, run_worker=run_worker)
-    teams_runner = _serve_teams(teams, args.host, settings.teams_port) if teams else None
     from bot.health import Readiness
-    from bot.slack.http import make_server
 
     ready = Readiness(store.db)
     port = args.port or settings.port
-    probes: Any = None
+    http_slack = slack if slack is not None and not socket_mode else None
     try:
-        if slack is None or socket_mode:
-            # no Slack HTTP server: /healthz and /readyz on $PORT for the platform's probes
-            probes = _probe_server(args.host, port, ready, teams_port=settings.teams_port
-                                   if teams else None)
-        if slack is None:
-            stop.wait()
-            if probes is not None:
-                probes.shutdown()
-        elif socket_mode:
+        edge = _edge(args.host, port, ready, settings, slack=http_slack, teams=teams)
+        if slack is not None and socket_mode:
             from bot.slack.socket_mode import connect_socket_mode
 
             handler = connect_socket_mode(slack.app, settings.slack_app_token or "")
@@ -198,43 +191,49 @@ def serve(args: argparse.Namespace) -> int:
             closing = threading.Thread(target=handler.close, daemon=True)
             closing.start()
             closing.join(drain.left(reserve_s=6.0))
-            if probes is not None:
-                probes.shutdown()
         else:
-            server = make_server(slack.app, args.host, port, ready)
-            log.info("Ghost listens on http://%s:%d/slack/events%s.", args.host, port,
-                     " with a worker" if run_worker else "")
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            if http_slack is not None:
+                log.info("Ghost listens on http://%s:%d/slack/events%s.", args.host, port,
+                         " with a worker" if run_worker else "")
             stop.wait()
-            server.shutdown()  # no new requests; those in flight are answered
-            slack.runtime.in_flight.wait_idle(drain.left(reserve_s=7.5))
+        if edge is not None:
+            edge.shutdown()  # no new requests; those in flight are answered
+        if http_slack is not None:
+            http_slack.runtime.in_flight.wait_idle(drain.left(reserve_s=7.5))
     finally:
         drain.begin()
         _shut_down(started, store, drain)
-        if teams and teams_runner:
-            from bot.teams.app import stop_server
+        if teams:
+            from bot.teams.app import settle
 
-            stop_server(teams, teams_runner)
+            settle(teams)
     return 0
 
 
-def _probe_server(host: str, port: int, ready: Any, *, teams_port: int | None) -> Any:
-    """A server answering only /healthz and /readyz, unless Teams already has that port."""
+def _edge(host: str, port: int, ready: Any, settings: Settings, *, slack: Any,
+          teams: Any) -> Any:
+    """The one HTTP server (``bot/edge.py``): Slack's HTTP mode, Teams' /api/messages (also on
+    GHOST_TEAMS_PORT when it differs from PORT), /healthz and /readyz. Probes alone (Socket
+    Mode) are optional: a busy port is a warning then, not a failure."""
     from bot.slack.http import make_server
 
-    if teams_port == port:
-        log.info("No /readyz: the Teams endpoint uses port %d; set PORT to another port for "
-                 "the probes.", port)
-        return None
+    extra = (settings.teams_port,) if teams is not None else ()
     try:
-        server = make_server(None, host, port, ready)
-    except OSError as exc:  # probes are for platforms; Slack/Teams work without them
+        edge = make_server(slack.app if slack is not None else None, host, port, ready,
+                           signing_secret=settings.slack_signing_secret, teams=teams,
+                           extra_ports=extra)
+    except OSError as exc:
+        if slack is not None or teams is not None:
+            raise
         log.warning("No /healthz or /readyz: cannot listen on %s:%d (%s); set PORT to a free "
                     "port.", host, port, exc.strerror or exc)
         return None
-    threading.Thread(target=server.serve_forever, daemon=True, name="ghost-probes").start()
+    threading.Thread(target=edge.serve_forever, daemon=True, name="ghost-edge").start()
+    if teams is not None:
+        for each in dict.fromkeys((port, *extra)):
+            log.info("Ghost listens for Teams on http://%s:%d/api/messages.", host, each)
     log.info("Probes on http://%s:%d/healthz and /readyz.", host, port)
-    return server
+    return edge
 
 
 def _teams(settings: Settings, store: Any, slack: Any) -> Any:
@@ -244,14 +243,6 @@ def _teams(settings: Settings, store: Any, slack: Any) -> Any:
     from bot.teams.app import build_teams
 
     return build_teams(settings, store, other_ports={"slack": slack.port} if slack else None)
-
-
-def _serve_teams(teams: Any, host: str, port: int) -> Any:
-    from bot.teams.app import start_server
-
-    runner = start_server(teams, host, port)
-    log.info("Ghost listens for Teams on http://%s:%d/api/messages.", host, port)
-    return runner
 
 
 def worker(args: argparse.Namespace) -> int:

@@ -55,6 +55,8 @@ class TeamsServices:
     store: Any
     loop: LoopThread
     identity: BotIdentity
+    #: tenants whose activities are answered (GHOST_TEAMS_ALLOWED_TENANTS); "*" for any
+    allowed_tenants: frozenset[str] = frozenset()
 
 
 def check_settings(settings: Settings) -> None:
@@ -74,6 +76,12 @@ def check_settings(settings: Settings) -> None:
     if kind != "multitenant" and not settings.teams_app_tenant_id:
         raise TeamsSettingMissing(f"MicrosoftAppTenantId is needed for {settings.teams_app_type}.",
                                   "Set it to your Entra ID tenant id.")
+    if not settings.teams_allowed_tenants:
+        raise TeamsSettingMissing(
+            "No tenant is allowed to talk to the bot: GHOST_TEAMS_ALLOWED_TENANTS and "
+            "MicrosoftAppTenantId are both unset.",
+            "Set GHOST_TEAMS_ALLOWED_TENANTS to your Entra ID tenant id (comma-separated for "
+            "several, * for any tenant), or MicrosoftAppTenantId.")
 
 
 class GhostCloudAdapter(CloudAdapter):  # type: ignore[misc]
@@ -155,7 +163,8 @@ def build_teams(settings: Settings, store: Any, *, adapter: BotAdapter | None = 
     bot = GhostTeamsBot(runtime, decider, port)
     adapter.on_turn_error = _on_turn_error
     return TeamsServices(bot=bot, adapter=adapter, port=port, runtime=runtime, decider=decider,
-                         store=store, loop=loop, identity=identity)
+                         store=store, loop=loop, identity=identity,
+                         allowed_tenants=settings.teams_allowed_tenants)
 
 
 async def _on_turn_error(context: TurnContext, error: Exception) -> None:
@@ -191,33 +200,62 @@ def unfit_request(content_type: str, authorization: str) -> int | None:
     return None if isinstance(claims.get("iss"), str) and claims["iss"] else 401
 
 
-def make_web_app(services: TeamsServices) -> web.Application:
-    """``POST /api/messages`` (authenticated by the adapter) and ``GET /healthz``."""
+def activity_tenant(activity: Any) -> str | None:
+    """The Entra ID tenant an activity comes from (``conversation.tenantId``, else
+    ``channelData.tenant.id``), or None."""
+    if not isinstance(activity, dict):
+        return None
+    conversation = activity.get("conversation")
+    tenant = conversation.get("tenantId") if isinstance(conversation, dict) else None
+    if not tenant:
+        data = activity.get("channelData")
+        inner = data.get("tenant") if isinstance(data, dict) else None
+        tenant = inner.get("id") if isinstance(inner, dict) else None
+    return tenant if isinstance(tenant, str) and tenant else None
+
+
+def add_teams_routes(app: web.Application, services: TeamsServices) -> None:
+    """``POST /api/messages``, within the edge's limits (``bot/edge.py``), from an allowed
+    tenant only (``GHOST_TEAMS_ALLOWED_TENANTS``), authenticated by the adapter."""
+    from bot.edge import Refused, read_body
+
+    allowed = services.allowed_tenants
+
     async def messages(request: web.Request) -> web.StreamResponse:
         status = unfit_request(request.headers.get("Content-Type", ""),
                                request.headers.get("Authorization", ""))
         if status is not None:
-            return web.Response(status=status)
+            raise Refused(status, "not a Bot Framework request (content type or token); the "
+                          "body was not read")
+        await read_body(request)  # read once here; aiohttp keeps the body for the adapter
         try:
-            await request.json()  # read once here; aiohttp keeps the body for the adapter
+            activity = await request.json()
         except ValueError:
-            return web.Response(status=400, text="the body is not JSON")
+            raise Refused(400, "the body is not JSON") from None
+        tenant = activity_tenant(activity)
+        if "*" not in allowed and tenant not in allowed:
+            raise Refused(403, f"activity from tenant {tenant or '(none)'}, which is not in "
+                          "GHOST_TEAMS_ALLOWED_TENANTS")
         response = await services.adapter.process(request, services.bot)
         return response if response is not None else web.Response(status=201)
 
-    async def healthz(_request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    app = web.Application()
     app.router.add_post("/api/messages", messages)
-    app.router.add_get("/healthz", healthz)
+
+
+def make_web_app(services: TeamsServices) -> web.Application:
+    """``POST /api/messages`` (authenticated by the adapter), ``GET /healthz`` and
+    ``/readyz``, with the edge's limits: what ``start_server`` serves on its own."""
+    from bot.edge import base_app
+
+    app = base_app(None)
+    add_teams_routes(app, services)
     return app
 
 
 def start_server(services: TeamsServices, host: str, port: int) -> web.AppRunner:
     """Serve the endpoint on the services' loop thread; ``stop_server`` undoes it."""
     async def start() -> web.AppRunner:
-        runner = web.AppRunner(make_web_app(services))
+        runner = web.AppRunner(make_web_app(services), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, host, port).start()
         return runner
@@ -228,4 +266,9 @@ def start_server(services: TeamsServices, host: str, port: int) -> web.AppRunner
 def stop_server(services: TeamsServices, runner: web.AppRunner) -> None:
     """Stop taking requests, then let the posts queued by the last ones go out."""
     services.loop.run(runner.cleanup())
+    settle(services)
+
+
+def settle(services: TeamsServices) -> None:
+    """Let the posts queued by the last requests go out (after the server stopped)."""
     services.loop.run(services.bot.settle())

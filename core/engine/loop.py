@@ -503,6 +503,9 @@ def orchestrator_request(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
                 # says so when the two differ
                 **({"storage_auth_mode": args["storage_auth_mode"]}
                    if args.get("storage_auth_mode") else {}),
+                # the account's group when the model names an account outside the VM's group
+                **({"storage_resource_group": args["storage_resource_group"]}
+                   if args.get("storage_resource_group") else {}),
             },
         }
     request: dict[str, Any] = {"intent": name, "task_id": args.get("task_id")}

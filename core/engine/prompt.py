@@ -61,7 +61,8 @@ INVESTIGATION FRAMEWORK:
    - Local diagnostics and the Azure-native diagnostics are inconclusive (the control
      plane looks right but traffic still fails) AND
    - The failure is time-sensitive or intermittent AND
-   - You have storage_account and resource_group information
+   - You know the VM's resource_group (the capture goes to Ghost's configured capture
+     storage account: leave storage_account out unless the engineer names another)
    Then: poll with check_task, then read the forensic report:
    • Prefer: cat <task_id>_executive_summary.md (same directory as report_path)
      if it exists — a ~50-line capped summary that fits within Shell truncation limits.

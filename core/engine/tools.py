@@ -109,8 +109,11 @@ _CAPTURE_TRAFFIC = _decl(
     CAPTURE_TRAFFIC,
     "Start an Azure Network Watcher packet capture on a VM or between two VMs. "
     "Returns immediately with a task_id — the capture runs asynchronously. "
-    "Use check_task to poll for completion. Requires storage_account and resource_group "
-    "parameters. Capture is HITL-gated (RISKY az create command). "
+    "Use check_task to poll for completion. Requires resource_group (the VM's). The capture "
+    "is written to Ghost's configured capture storage account unless you name another with "
+    "storage_account (and storage_resource_group); with no account configured and none given, "
+    "the capture is refused and the response says what to set. "
+    "Capture is HITL-gated (RISKY az create command). "
     'For dual-end captures use "source_vm_name to dest_vm_name" as target.',
     {
         "target": _string(
@@ -123,7 +126,13 @@ _CAPTURE_TRAFFIC = _decl(
         ),
         "resource_group": _string("Azure resource group containing the target VM(s)."),
         "storage_account": _string(
-            "Azure storage account name for storing the capture blob."
+            "Azure storage account name for storing the capture blob. Omit it to use Ghost's "
+            "configured capture account (GHOST_CAPTURE_STORAGE_ACCOUNT), which is almost always "
+            "right; name another only when the engineer asks for it."
+        ),
+        "storage_resource_group": _string(
+            "Resource group of storage_account when it is not in the VM's resource group. "
+            "Omit it with the configured account."
         ),
         "duration_seconds": {
             "type": "INTEGER",
@@ -141,7 +150,7 @@ _CAPTURE_TRAFFIC = _decl(
             enum=list(STORAGE_AUTH_MODES),
         ),
     },
-    ["target", "resource_group", "storage_account"],
+    ["target", "resource_group"],
 )
 
 _CHECK_TASK = _decl(

@@ -68,6 +68,10 @@ class OrchestratorConfig:
     local_artifact_max_age_days: int = 7
     download_retry_delay: float = 5.0
     storage_auth_mode: str = "login"  # shown in the az equivalent; the backend does the auth
+    #: where a capture goes when the model names no account (GHOST_CAPTURE_STORAGE_ACCOUNT:
+    #: the Bicep sets it to the capture account it creates, in Ghost's own resource group)
+    storage_account: str | None = None
+    storage_resource_group: str | None = None
 
 
 def backoff_seconds(attempt: int, config: OrchestratorConfig) -> float:

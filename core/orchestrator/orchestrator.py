@@ -146,7 +146,9 @@ class CloudOrchestrator:
     # --------------------------------------------------------------- capture_traffic
     def _capture(self, request: Mapping[str, Any]) -> dict[str, Any]:
         targets = split_targets(request.get("target"))
-        params = capture_parameters(request.get("parameters"))
+        params = capture_parameters(request.get("parameters"),
+                                    default_account=self.config.storage_account,
+                                    default_resource_group=self.config.storage_resource_group)
         asked_mode = params.pop("storage_auth_mode", None)
         used_mode = self.lifecycle.steps.auth_mode
         context = str(request.get("investigation_context") or "")

@@ -51,16 +51,39 @@ def split_targets(target: object) -> list[str]:
     return parts
 
 
-def capture_parameters(raw: object) -> dict[str, Any]:
-    """The validated parameters (a new dict); raises :class:`RequestError`."""
+#: what a capture without a storage account is refused with, when none is configured either
+NO_STORAGE_ACCOUNT = (
+    "storage_account is required: no capture storage account is configured. Nothing was "
+    "started. Pass storage_account (and storage_resource_group when the account is not in the "
+    "VM's resource group), or have an operator set GHOST_CAPTURE_STORAGE_ACCOUNT to the capture "
+    "account's resource id (the Azure deployment sets it; see docs/deploy.md).")
+
+
+def capture_parameters(raw: object, *, default_account: str | None = None,
+                       default_resource_group: str | None = None) -> dict[str, Any]:
+    """The validated parameters (a new dict); raises :class:`RequestError`.
+
+    A capture without ``storage_account`` goes to the configured account (``default_account``
+    in ``default_resource_group``); one naming the configured account without a resource group
+    gets the configured group; any other account defaults to the VM's resource group."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise RequestError("invalid_parameter", "parameters must be an object")
-    for name in ("duration_seconds", "storage_account", "resource_group"):
+    for name in ("duration_seconds", "resource_group"):
         if raw.get(name) in (None, ""):
             raise RequestError("missing_parameter", f"{name} is required")
     params = dict(raw)
+    if params.get("storage_account") in (None, ""):
+        if not default_account:
+            raise RequestError("missing_parameter", NO_STORAGE_ACCOUNT)
+        params["storage_account"] = default_account
+        params["storage_resource_group"] = default_resource_group
+    elif params["storage_account"] == default_account and \
+            params.get("storage_resource_group") in (None, ""):
+        params["storage_resource_group"] = default_resource_group
+    if params.get("storage_resource_group") in (None, ""):
+        params.pop("storage_resource_group", None)
     duration = params["duration_seconds"]
     if isinstance(duration, bool) or not isinstance(duration, int) or duration < 1:
         raise RequestError("invalid_parameter", f"duration_seconds must be an integer from 1 "

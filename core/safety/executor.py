@@ -26,6 +26,13 @@ _NEVER_PASS_RE: Final = re.compile(
     r"|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|CONNECTION_STRING|_KEY$|^AZURE_CLIENT_"
     r"(SECRET|CERTIFICATE)|^AZURE_(FEDERATED|USERNAME|PASSWORD)|^LD_|^PYTHON|^BASH_ENV$|^ENV$",
     re.IGNORECASE)
+#: The managed identity, as App Service and Container Apps hand it to a process
+#: (IDENTITY_ENDPOINT + IDENTITY_HEADER; MSI_ENDPOINT + MSI_SECRET on older platforms) and the
+#: user-assigned identity's client id. ``az`` needs them to get a token: they go to a child whose
+#: program is exactly ``az`` (found on the scrubbed PATH) and to no other program, since any
+#: other could hand the endpoint and its header to whoever reads its output.
+AZ_IDENTITY_NAMES: Final = ("IDENTITY_ENDPOINT", "IDENTITY_HEADER", "MSI_ENDPOINT", "MSI_SECRET",
+                            "AZURE_CLIENT_ID")
 _READ_CHUNK: Final = 65536
 _KILL_GRACE_S: Final = 2.0
 
@@ -85,6 +92,18 @@ def scrubbed_env(env_allowlist: Iterable[str] = (),
     return env
 
 
+def child_env(argv: Sequence[str], env_allowlist: Iterable[str] = (),
+              environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment ``argv`` runs with: :func:`scrubbed_env`, plus the managed-identity
+    variables (:data:`AZ_IDENTITY_NAMES`) when the program is ``az`` by name. A program given by
+    path (``./az``, ``/tmp/az``) or any other name gets none of them."""
+    source = os.environ if environ is None else environ
+    env = scrubbed_env(env_allowlist, source)
+    if argv and argv[0] == "az":
+        env.update({k: source[k] for k in AZ_IDENTITY_NAMES if source.get(k)})
+    return env
+
+
 class _Capture:
     """Keep the first `limit` bytes of a stream and count the rest."""
 
@@ -134,7 +153,7 @@ def run_argv(argv: Sequence[str], *, timeout_s: float, max_output_bytes: int,
         raise ValueError("argv must not contain NUL characters")
     if timeout_s <= 0 or max_output_bytes < 0:
         raise ValueError("timeout_s must be > 0 and max_output_bytes >= 0")
-    env = scrubbed_env(env_allowlist, environ)
+    env = child_env(args, env_allowlist, environ)
     started_at = datetime.now(UTC)
     start = time.monotonic()
     try:

@@ -28,15 +28,8 @@ param networkWatcherResourceGroup string = 'NetworkWatcherRG'
 @description('The Ghost image, e.g. myregistry.azurecr.io/ghost:0.1.0 (deploy/container/Dockerfile).')
 param image string
 
-@description('Registry login server when the image is private (the identity needs AcrPull on it); empty for a public image.')
-param registryServer string = ''
-
-@description('Which chat platform the web app\'s public ingress serves: slack (port 3000, /slack/events) or teams (port 3978, /api/messages).')
-@allowed([
-  'slack'
-  'teams'
-])
-param chatPlatform string = 'slack'
+@description('Resource id of the Azure Container Registry holding a private image (the deployment grants both identities AcrPull on it before the apps pull); empty for a public image.')
+param registryResourceId string = ''
 
 @description('Replicas of the web app (ghost serve). At least 2, so a restart never drops Slack\'s 3-second acks.')
 @minValue(2)
@@ -50,12 +43,13 @@ param workerReplicas int = 2
 @minValue(1)
 param captureRetentionDays int = 7
 
-@description('PostgreSQL administrator login (password authentication; Ghost connects with it through the database-url secret).')
+@description('PostgreSQL break-glass administrator login (password authentication). Ghost never uses it: the apps and the migration job sign in with their managed identities.')
 param postgresAdminLogin string = 'ghostadmin'
 
-@description('PostgreSQL administrator password: letters and digits only (it goes into a URL), 24 or more.')
+@description('PostgreSQL break-glass administrator password, 24-128 characters with upper case, lower case and digits (Azure wants three of the four classes). Keep it in your own Key Vault and pass it by reference so that every redeploy sends the same value (docs/deploy.md).')
 @secure()
 @minLength(24)
+@maxLength(128)
 param postgresAdminPassword string
 
 @description('PostgreSQL compute size.')
@@ -69,7 +63,7 @@ param postgresSkuName string = 'Standard_B2s'
 ])
 param postgresSkuTier string = 'Burstable'
 
-@description('Secrets written to Key Vault; leave one empty to set it later with `az keyvault secret set` (then redeploy).')
+@description('Secrets written to Key Vault. One left empty is written as a placeholder that `ghost doctor` reports; pass the value on a later deployment to set it (docs/deploy.md).')
 @secure()
 param geminiApiKey string = ''
 @secure()
@@ -130,6 +124,34 @@ resource captureStorageRole 'Microsoft.Authorization/roleDefinitions@2022-04-01'
   }
 }
 
+// The identities first, in a module of their own: their principal and client ids are outputs
+// here, and parameters (known from the start) inside the modules that name things after them.
+module identities 'modules/identities.bicep' = {
+  name: 'ghost-identities'
+  scope: ghostRg
+  params: {
+    location: location
+    namePrefix: namePrefix
+  }
+}
+
+// AcrPull before anything pulls: the apps and the job depend on it.
+// the registry's id in parts (a stand-in id when there is none, so that the scope below never
+// indexes past an empty string, even for a module that is not deployed)
+var registryIdParts = split(empty(registryResourceId) ? '${subscription().id}/resourceGroups/${ghostResourceGroupName}/providers/Microsoft.ContainerRegistry/registries/none' : registryResourceId, '/')
+
+module acrPull 'modules/acr-pull.bicep' = if (!empty(registryResourceId)) {
+  name: 'ghost-acr-pull'
+  scope: resourceGroup(registryIdParts[2], registryIdParts[4])
+  params: {
+    registryName: last(registryIdParts)
+    principalIds: [
+      identities.outputs.appPrincipalId
+      identities.outputs.migratePrincipalId
+    ]
+  }
+}
+
 module ghost 'modules/ghost.bicep' = {
   name: 'ghost-resources'
   scope: ghostRg
@@ -137,8 +159,13 @@ module ghost 'modules/ghost.bicep' = {
     location: location
     namePrefix: namePrefix
     image: image
-    registryServer: registryServer
-    chatPlatform: chatPlatform
+    registryServer: empty(registryResourceId) ? '' : toLower('${last(registryIdParts)}${environment().suffixes.acrLoginServer}')
+    appIdentityName: identities.outputs.appName
+    appPrincipalId: identities.outputs.appPrincipalId
+    appClientId: identities.outputs.appClientId
+    migrateIdentityName: identities.outputs.migrateName
+    migratePrincipalId: identities.outputs.migratePrincipalId
+    migrateClientId: identities.outputs.migrateClientId
     webReplicas: webReplicas
     workerReplicas: workerReplicas
     captureRetentionDays: captureRetentionDays
@@ -154,21 +181,25 @@ module ghost 'modules/ghost.bicep' = {
     captureStorageRoleId: captureStorageRole.id
     subscriptionId: subscription().subscriptionId
   }
+  dependsOn: [
+    acrPull
+  ]
 }
 
 module investigate 'modules/role-assignment.bicep' = [for rg in union(investigatedResourceGroups, [networkWatcherResourceGroup]): {
   name: 'ghost-investigator-${uniqueString(rg)}'
   scope: resourceGroup(rg)
   params: {
-    principalId: ghost.outputs.identityPrincipalId
+    principalId: identities.outputs.appPrincipalId
     roleDefinitionId: investigatorRole.id
   }
 }]
 
 output webUrl string = ghost.outputs.webUrl
-output identityClientId string = ghost.outputs.identityClientId
+output identityClientId string = identities.outputs.appClientId
 output keyVaultName string = ghost.outputs.keyVaultName
 output captureStorageAccount string = ghost.outputs.captureStorageAccount
+output captureStorageAccountId string = ghost.outputs.captureStorageAccountId
 output captureContainer string = ghost.outputs.captureContainer
 output migrateJobName string = ghost.outputs.migrateJobName
 output logAnalyticsWorkspace string = ghost.outputs.logAnalyticsWorkspace

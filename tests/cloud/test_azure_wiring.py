@@ -54,3 +54,54 @@ def test_bad_azure_settings_are_explained_not_a_traceback(
     if "credential" in expected:
         assert "managed identity" in response["error_detail"]
         assert TOKEN not in run.stdout + run.stderr
+
+
+# ------------------------------------------------------------ GHOST_CAPTURE_STORAGE_ACCOUNT
+def _storage_settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> Any:
+    from bot.settings import Settings
+
+    for key in ("GHOST_CAPTURE_STORAGE_ACCOUNT", "GHOST_CAPTURE_STORAGE_RESOURCE_GROUP",
+                "GHOST_AZURE_SUBSCRIPTION_ID"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+_SUB = "11111111-2222-3333-4444-555555555555"
+_ID = f"/subscriptions/{_SUB}/resourceGroups/ghost-rg/providers/Microsoft.Storage/" \
+      "storageAccounts/ghostcap1"
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({}, (None, None)),
+    ({"GHOST_CAPTURE_STORAGE_ACCOUNT": _ID, "GHOST_AZURE_SUBSCRIPTION_ID": _SUB},
+     ("ghostcap1", "ghost-rg")),
+    ({"GHOST_CAPTURE_STORAGE_ACCOUNT": "ghostcap1",
+      "GHOST_CAPTURE_STORAGE_RESOURCE_GROUP": "ghost-rg"}, ("ghostcap1", "ghost-rg")),
+])
+def test_the_capture_account_setting(monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
+                                     expected: tuple[str | None, str | None]) -> None:
+    from bot.azure_wiring import capture_storage
+
+    assert capture_storage(_storage_settings(monkeypatch, **env)) == expected
+
+
+@pytest.mark.parametrize(("env", "fix"), [
+    ({"GHOST_CAPTURE_STORAGE_ACCOUNT": "ghostcap1"}, "set GHOST_CAPTURE_STORAGE_RESOURCE_GROUP"),
+    ({"GHOST_CAPTURE_STORAGE_ACCOUNT": "/subscriptions/x/resourceGroups/rg"},
+     "is not a storage account resource id"),
+    ({"GHOST_CAPTURE_STORAGE_ACCOUNT": _ID.replace("ghostcap1", "Ghost_Cap")},
+     "3-24 lowercase letters and digits"),
+    ({"GHOST_CAPTURE_STORAGE_ACCOUNT": _ID,
+      "GHOST_AZURE_SUBSCRIPTION_ID": "99999999-2222-3333-4444-555555555555"},
+     "use an account in the captures' subscription"),
+])
+def test_a_capture_account_that_cannot_work_refuses_captures_with_the_fix(
+        monkeypatch: pytest.MonkeyPatch, env: dict[str, str], fix: str) -> None:
+    from bot.azure_wiring import CapturesMisconfigured, capture_backend
+
+    backend = capture_backend(_storage_settings(
+        monkeypatch, **{"GHOST_AZURE_SUBSCRIPTION_ID": _SUB, **env}))
+    assert isinstance(backend, CapturesMisconfigured)
+    assert fix in backend.problem

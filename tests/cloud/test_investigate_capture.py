@@ -128,3 +128,55 @@ def test_ctrl_c_at_the_capture_approval_then_resume_starts_no_second_capture(
     tasks = (tmp_path / "x" / f"orchestrator_tasks_{sid}.jsonl").read_text()
     assert {line.split('"task_id": "')[1].split('"')[0] for line in tasks.splitlines()} == \
         {task_id}
+
+
+def _capture_without_an_account() -> dict[str, Any]:
+    return call("capture_traffic", {
+        "target": "web-vm-01", "resource_group": "prod-rg", "duration_seconds": 60,
+        "investigation_context": "502s between web-vm-01 and redis"})
+
+
+def test_a_capture_without_an_account_lands_in_the_configured_one(
+        fake_gemini: Any, arm: FakeArm, azurite: str, cli_env: dict[str, str],
+        tmp_path: Path) -> None:
+    """GHOST_CAPTURE_STORAGE_ACCOUNT (the Bicep sets it): the account and its resource group,
+    which is Ghost's own, not the VM's."""
+    lab(arm, azurite)
+    account_id = (f"/subscriptions/{SUB}/resourceGroups/ghost-rg/providers/"
+                  f"Microsoft.Storage/storageAccounts/{AZURITE_ACCOUNT}")
+    fake_gemini.enqueue(
+        function_call_turn(_capture_without_an_account()),
+        check_the_task,
+        function_call_turn(call("complete_investigation", {
+            "confidence": "medium", "root_cause_summary": "Retransmissions on the path."})))
+    env = azure_env(cli_env, arm, azurite) | {"GHOST_CAPTURE_STORAGE_ACCOUNT": account_id}
+    run = subprocess.run([sys.executable, "-m", "bot.cli", "investigate",
+                          "502s from web-vm-01 to redis"], input="a\n" * 20, env=env,
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    [capture] = arm.state.captures.values()
+    location = capture["resource"]["properties"]["storageLocation"]
+    assert location["storageId"] == account_id
+    assert f"/{AZURITE_ACCOUNT}/captures/" in location["storagePath"]
+    polled = fake_gemini.requests[2].function_responses()[0]["response"]
+    assert polled["status"] == "task_completed", polled
+    assert f"--storage-account {AZURITE_ACCOUNT}" in run.stdout  # what the approver saw
+
+
+def test_a_capture_without_any_account_is_refused_with_the_fix(
+        fake_gemini: Any, arm: FakeArm, azurite: str, cli_env: dict[str, str],
+        tmp_path: Path) -> None:
+    lab(arm, azurite)
+    fake_gemini.enqueue(
+        function_call_turn(_capture_without_an_account()),
+        function_call_turn(call("complete_investigation", {
+            "confidence": "low", "root_cause_summary": "No capture."})))
+    run = subprocess.run([sys.executable, "-m", "bot.cli", "investigate",
+                          "502s from web-vm-01 to redis"], input="a\n" * 20,
+                         env=azure_env(cli_env, arm, azurite), capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    refused = fake_gemini.requests[1].function_responses()[0]["response"]
+    text = str(refused)
+    assert "GHOST_CAPTURE_STORAGE_ACCOUNT" in text and "Nothing was started" in text, refused
+    assert arm.state.captures == {}

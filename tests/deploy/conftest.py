@@ -15,7 +15,9 @@ _GHOST_ENV = ("GHOST_DATABASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GHOST_G
               "SLACK_APP_TOKEN", "MicrosoftAppId", "MICROSOFT_APP_ID", "MicrosoftAppPassword",
               "MicrosoftAppType", "MicrosoftAppTenantId", "GHOST_AZURE_SUBSCRIPTION_ID",
               "GHOST_AZURE_STORAGE_AUTH_MODE", "GHOST_CAPTURE_DIR_OVERRIDE", "GHOST_LOG_FORMAT",
-              "AZURE_CONFIG_DIR", "AZURE_CLIENT_ID", "GHOST_LAB")
+              "AZURE_CONFIG_DIR", "AZURE_CLIENT_ID", "GHOST_LAB", "GHOST_CAPTURE_STORAGE_ACCOUNT",
+              "GHOST_CAPTURE_STORAGE_RESOURCE_GROUP", "IDENTITY_ENDPOINT", "IDENTITY_HEADER",
+              "MSI_ENDPOINT", "MSI_SECRET")
 
 #: a stand-in for the Azure CLI; its state lives in AZURE_CONFIG_DIR, as the real one's does
 FAKE_AZ = """#!/usr/bin/env python3
@@ -31,11 +33,11 @@ if args[:2] == ["account", "show"]:
         sys.exit(1)
     print(json.dumps({"id": state["subscription"], "user": {"type": "servicePrincipal",
                       "name": "ghost-identity"}}))
-elif args[:2] == ["group", "list"]:
+elif args[:2] in (["group", "list"], ["account", "get-access-token"]):
     if state.get("token_error"):
         print("ERROR: " + state["token_error"], file=sys.stderr)
         sys.exit(1)
-    print("3")
+    print("3" if args[0] == "group" else "2026-01-01 10:00:00.000000")
 else:
     sys.exit(2)
 """

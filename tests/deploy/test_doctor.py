@@ -29,6 +29,8 @@ def _healthy(monkeypatch: pytest.MonkeyPatch, fake_az: Path) -> None:
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1-2-abc")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "signing")
     monkeypatch.setenv("GHOST_AZURE_SUBSCRIPTION_ID", SUB)
+    monkeypatch.setenv("GHOST_CAPTURE_STORAGE_ACCOUNT", f"/subscriptions/{SUB}/resourceGroups/"
+                       "ghost-rg/providers/Microsoft.Storage/storageAccounts/ghostcap1")
     set_az_state(fake_az, signed_in=True, subscription=SUB)
 
 
@@ -44,7 +46,9 @@ def test_a_ready_deployment_passes_every_check(
     assert "signed in as servicePrincipal ghost-identity" in _line(lines, "az")
     # az ran as Ghost runs the model's commands: no shell, and the read went through
     assert (fake_az / "calls.log").read_text().splitlines() == [
-        "account show --output json", "group list --query length(@) --output tsv"]
+        "account show --output json",
+        "account get-access-token --query expiresOn --output tsv",
+        "group list --query length(@) --output tsv"]
 
 
 def test_each_problem_is_one_line_with_its_fix(

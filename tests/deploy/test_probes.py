@@ -25,10 +25,10 @@ def _serving(server: ThreadingHTTPServer) -> Iterator[str]:
         server.server_close()
 
 
-def _get(url: str, method: str = "GET") -> tuple[int, str]:
+def _get(url: str, method: str = "GET", timeout: float = 5) -> tuple[int, str]:
     request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
@@ -97,3 +97,42 @@ def _head() -> str:
     from storage import migrate
 
     return migrate.head_revision()
+
+
+def test_a_hanging_database_gets_one_readiness_check_at_a_time() -> None:
+    """Issue 27: four concurrent /readyz took 5, 10, 15 and 20 s (each queued behind the last
+    check). Now one check is in flight; the others answer at once with the last result."""
+    import socket
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    hang = socket.socket()
+    hang.bind(("127.0.0.1", 0))
+    hang.listen(16)  # accepts, never answers: the connect waits for its timeout
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                accepted.append(hang.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    db = Database(f"postgresql://ghost@127.0.0.1:{hang.getsockname()[1]}/ghost")
+    with _serving(make_server(None, "127.0.0.1", 0, Readiness(db))) as base:
+        def timed(_i: int) -> tuple[float, int]:
+            start = time.monotonic()
+            status = _get(f"{base}/readyz", timeout=60)[0]
+            return time.monotonic() - start, status
+
+        first = ThreadPoolExecutor(1).submit(timed, 0)
+        time.sleep(0.5)  # the first check is connecting
+        with ThreadPoolExecutor(4) as pool:
+            others = list(pool.map(timed, range(4)))
+        slow, status = first.result()
+    hang.close()
+    db.dispose()
+    assert status == 503 and all(s == 503 for _t, s in others)
+    assert len(accepted) == 1  # one check reached the database, not five
+    assert max(t for t, _s in others) < slow  # none waited for the check in flight

@@ -188,8 +188,8 @@ def test_the_request_carries_tools_system_instruction_and_meta(fake_gemini: Fake
     sent = {d["name"]: d for d in req.function_declarations}
     assert sent["capture_traffic"]["parameters"]["properties"]["storage_auth_mode"]["enum"] == [
         "login", "key"]
-    assert sent["capture_traffic"]["parameters"]["required"] == [
-        "target", "resource_group", "storage_account"]
+    # the account defaults to GHOST_CAPTURE_STORAGE_ACCOUNT (issue 27)
+    assert sent["capture_traffic"]["parameters"]["required"] == ["target", "resource_group"]
     assert "hypotheses" in sent["complete_investigation"]["parameters"]["properties"]
     assert req.contents == history
     assert req.function_responses() == [{"name": "run_shell_cmd", "response": denied}]

@@ -16,9 +16,10 @@ SPEC: dict[str, tuple[dict[str, str], list[str]]] = {
     "run_shell_cmd": ({"command": "STRING", "reasoning": "STRING"}, ["command", "reasoning"]),
     "capture_traffic": (
         {"target": "STRING", "resource_group": "STRING", "storage_account": "STRING",
-         "duration_seconds": "INTEGER", "investigation_context": "STRING",
-         "storage_auth_mode": "STRING"},
-        ["target", "resource_group", "storage_account"]),
+         "storage_resource_group": "STRING", "duration_seconds": "INTEGER",
+         "investigation_context": "STRING", "storage_auth_mode": "STRING"},
+        # issue 27: the account defaults to GHOST_CAPTURE_STORAGE_ACCOUNT
+        ["target", "resource_group"]),
     "check_task": ({"task_id": "STRING"}, ["task_id"]),
     "cancel_task": ({"task_id": "STRING", "reason": "STRING"}, ["task_id"]),
     "cleanup_task": ({"task_id": "STRING"}, ["task_id"]),

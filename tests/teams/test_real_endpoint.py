@@ -114,6 +114,7 @@ def real(store: Any, fake_gemini: Any, tmp_path: Path, loop: Any,
     graph = FakeGraphFiles(login.issued).start()
     for key, value in {
         "MicrosoftAppId": APP, "MicrosoftAppPassword": SECRET,
+        "GHOST_TEAMS_ALLOWED_TENANTS": TENANT,
         "GHOST_DATA_DIR": str(tmp_path / "data"), "GHOST_MODEL": "gemini-test",
         "GHOST_TEAMS_LOGIN_URL": login.url, "GHOST_TEAMS_OPENID_URL": login.openid_url,
         "GHOST_GRAPH_URL": graph.url, "REQUESTS_CA_BUNDLE": str(ca.ca_pem),

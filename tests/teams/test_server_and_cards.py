@@ -22,7 +22,7 @@ def _settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -> An
     from bot.settings import Settings
 
     for key in ("MicrosoftAppId", "MicrosoftAppPassword", "MicrosoftAppType",
-                "MicrosoftAppTenantId"):
+                "MicrosoftAppTenantId", "GHOST_TEAMS_ALLOWED_TENANTS"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("GHOST_DATA_DIR", str(tmp_path / "data"))
     for key, value in env.items():
@@ -36,7 +36,8 @@ def test_unauthenticated_requests_are_refused(store: Any, tmp_path: Path, loop: 
 
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     settings = _settings(monkeypatch, tmp_path, MicrosoftAppId="app-id",
-                         MicrosoftAppPassword="secret", GEMINI_API_KEY="unused")
+                         MicrosoftAppPassword="secret", GEMINI_API_KEY="unused",
+                         GHOST_TEAMS_ALLOWED_TENANTS="tenant-1")
     services = build_teams(settings, store, loop=loop)      # the real CloudAdapter
     runner = start_server(services, "127.0.0.1", 0)
     port = runner.addresses[0][1]
@@ -54,6 +55,20 @@ def test_unauthenticated_requests_are_refused(store: Any, tmp_path: Path, loop: 
         ({"Content-Type": "application/json",
           "Authorization": f"Bearer {_jwt({'iss': 'https://api.botframework.com'})}"},
          b"{not json", 400),
+        # issue 27: another tenant's activity is answered 403 before the adapter sees it
+        ({"Content-Type": "application/json",
+          "Authorization": f"Bearer {_jwt({'iss': 'https://api.botframework.com'})}"},
+         json.dumps({"type": "message", "conversation": {"id": "c", "tenantId": "other"},
+                     "channelData": {"tenant": {"id": "other"}}}).encode(), 403),
+        # the allowed tenant still needs a real token (the adapter's check)
+        ({"Content-Type": "application/json",
+          "Authorization": f"Bearer {_jwt({'iss': 'https://api.botframework.com'})}"},
+         json.dumps({"type": "message", "serviceUrl": "https://evil.example/",
+                     "conversation": {"id": "c", "tenantId": "tenant-1"}}).encode(), 401),
+        # over the edge's 1 MiB limit: refused from Content-Length, before reading
+        ({"Content-Type": "application/json",
+          "Authorization": f"Bearer {_jwt({'iss': 'https://api.botframework.com'})}"},
+         b" " * ((1 << 20) + 1), 413),
     ]
     try:
         for headers, data, status in cases:
@@ -81,6 +96,7 @@ def _jwt(claims: dict[str, Any]) -> str:
     ({"MicrosoftAppId": "a"}, "MicrosoftAppPassword"),
     ({"MicrosoftAppId": "a", "MicrosoftAppType": "UserAssignedMSI"}, "MicrosoftAppTenantId"),
     ({"MicrosoftAppId": "a", "MicrosoftAppType": "Anonymous"}, "not known"),
+    ({"MicrosoftAppId": "a", "MicrosoftAppPassword": "p"}, "GHOST_TEAMS_ALLOWED_TENANTS"),
 ])
 def test_settings_are_checked(env: dict[str, str], missing: str, tmp_path: Path,
                               monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,13 +1,21 @@
-// Ghost's own resources, in its resource group: identity, network, Log Analytics, Key Vault,
-// capture storage, PostgreSQL, the Container Apps environment, the web and worker apps and the
-// migration job. Deployed by ../main.bicep.
+// Ghost's own resources, in its resource group: network, Log Analytics, Key Vault (private
+// endpoint), capture storage, PostgreSQL, the Container Apps environment, the web and worker apps
+// and the migration job. Deployed by ../main.bicep after modules/identities.bicep, whose outputs
+// arrive here as parameters: known at the start of this deployment, so names and variable loops
+// may use them (tests/deploy/test_bicep_rules.py checks every such rule).
 targetScope = 'resourceGroup'
 
 param location string
 param namePrefix string
 param image string
+@description('Registry login server of a private image (AcrPull granted by ../main.bicep); empty for a public image.')
 param registryServer string
-param chatPlatform string
+param appIdentityName string
+param appPrincipalId string
+param appClientId string
+param migrateIdentityName string
+param migratePrincipalId string
+param migrateClientId string
 param webReplicas int
 param workerReplicas int
 param captureRetentionDays int
@@ -30,14 +38,21 @@ param subscriptionId string
 
 var suffix = uniqueString(resourceGroup().id, namePrefix)
 var captureContainerName = 'captures'
-var webPort = chatPlatform == 'slack' ? 3000 : 3978
+// one port for everything the web app serves: Slack, Teams (/api/messages), /healthz, /readyz
+var webPort = 3000
+var vaultName = '${namePrefix}-kv-${take(suffix, 8)}'
+var postgresName = '${namePrefix}-pg-${take(suffix, 8)}'
 // Key Vault Secrets User (built-in): read secret values, nothing else
 var keyVaultSecretsUser = subscriptionResourceId('Microsoft.Authorization/roleDefinitions', '4633458b-17de-408a-b874-0445c86b69e6')
+// what an empty parameter is written to Key Vault as: `ghost doctor` names each one still holding it
+var unsetMarker = 'ghost-placeholder-unset'
 
-// ------------------------------------------------------------------ identity
-resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
-  name: '${namePrefix}-identity'
-  location: location
+resource appIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' existing = {
+  name: appIdentityName
+}
+
+resource migrateIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' existing = {
+  name: migrateIdentityName
 }
 
 // ------------------------------------------------------------------ network
@@ -65,6 +80,16 @@ resource vnet 'Microsoft.Network/virtualNetworks@2024-01-01' = {
           ]
           networkSecurityGroup: {
             id: appsNsg.id
+          }
+        }
+      }
+      {
+        name: 'endpoints'
+        properties: {
+          addressPrefix: '10.42.3.0/24'
+          privateEndpointNetworkPolicies: 'Enabled'
+          networkSecurityGroup: {
+            id: endpointsNsg.id
           }
         }
       }
@@ -135,6 +160,28 @@ resource postgresNsg 'Microsoft.Network/networkSecurityGroups@2024-01-01' = {
   }
 }
 
+resource endpointsNsg 'Microsoft.Network/networkSecurityGroups@2024-01-01' = {
+  name: '${namePrefix}-endpoints-nsg'
+  location: location
+  properties: {
+    securityRules: [
+      {
+        name: 'https-from-apps'
+        properties: {
+          priority: 100
+          direction: 'Inbound'
+          access: 'Allow'
+          protocol: 'Tcp'
+          sourceAddressPrefix: '10.42.0.0/23'
+          sourcePortRange: '*'
+          destinationAddressPrefix: '*'
+          destinationPortRange: '443'
+        }
+      }
+    ]
+  }
+}
+
 resource postgresDns 'Microsoft.Network/privateDnsZones@2020-06-01' = {
   name: '${namePrefix}.private.postgres.database.azure.com'
   location: 'global'
@@ -166,9 +213,7 @@ resource logs 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
 
 // ------------------------------------------------------------------ secrets
 resource vault 'Microsoft.KeyVault/vaults@2023-07-01' = {
-  // checkov:skip=CKV_AZURE_109: Container Apps reads its Key Vault references from outside the vault's firewall (the platform, not our subnet); access is by Entra ID RBAC only
-  // checkov:skip=CKV_AZURE_189: same reason: public network access stays on, every request needs the identity's RBAC role
-  name: '${namePrefix}-kv-${take(suffix, 8)}'
+  name: vaultName
   location: location
   properties: {
     tenantId: subscription().tenantId
@@ -180,64 +225,112 @@ resource vault 'Microsoft.KeyVault/vaults@2023-07-01' = {
     enableSoftDelete: true
     softDeleteRetentionInDays: 90
     enablePurgeProtection: true
-    publicNetworkAccess: 'Enabled'
+    // reached only through the private endpoint in the VNet; the deployment writes the secrets
+    // through Azure Resource Manager
+    publicNetworkAccess: 'Disabled'
     networkAcls: {
-      defaultAction: 'Allow'
+      defaultAction: 'Deny'
       bypass: 'AzureServices'
     }
   }
 }
 
+resource vaultDns 'Microsoft.Network/privateDnsZones@2020-06-01' = {
+  name: 'privatelink${environment().suffixes.keyvaultDns}'
+  location: 'global'
+}
+
+resource vaultDnsLink 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2020-06-01' = {
+  parent: vaultDns
+  name: '${namePrefix}-vnet'
+  location: 'global'
+  properties: {
+    registrationEnabled: false
+    virtualNetwork: {
+      id: vnet.id
+    }
+  }
+}
+
+resource vaultEndpoint 'Microsoft.Network/privateEndpoints@2024-01-01' = {
+  name: '${vaultName}-pe'
+  location: location
+  properties: {
+    subnet: {
+      id: '${vnet.id}/subnets/endpoints'
+    }
+    privateLinkServiceConnections: [
+      {
+        name: 'vault'
+        properties: {
+          privateLinkServiceId: vault.id
+          groupIds: [
+            'vault'
+          ]
+        }
+      }
+    ]
+  }
+}
+
+resource vaultEndpointDns 'Microsoft.Network/privateEndpoints/privateDnsZoneGroups@2024-01-01' = {
+  parent: vaultEndpoint
+  name: 'default'
+  properties: {
+    privateDnsZoneConfigs: [
+      {
+        name: 'vault'
+        properties: {
+          privateDnsZoneId: vaultDns.id
+        }
+      }
+    ]
+  }
+}
+
+// Every secret exists, so every app can reference it: an empty parameter writes the placeholder
+// (the app treats it as unset and `ghost doctor` names it). Passing the value on a later
+// deployment replaces it.
+var secretList = [
+  {
+    name: 'gemini-api-key'
+    env: 'GEMINI_API_KEY'
+  }
+  {
+    name: 'slack-bot-token'
+    env: 'SLACK_BOT_TOKEN'
+  }
+  {
+    name: 'slack-signing-secret'
+    env: 'SLACK_SIGNING_SECRET'
+  }
+  {
+    name: 'teams-app-password'
+    env: 'MicrosoftAppPassword'
+  }
+]
 var secretValues = {
-  'database-url': 'postgresql://${postgresAdminLogin}:${postgresAdminPassword}@${postgres.properties.fullyQualifiedDomainName}:5432/ghost?sslmode=require'
   'gemini-api-key': geminiApiKey
   'slack-bot-token': slackBotToken
   'slack-signing-secret': slackSigningSecret
   'teams-app-password': teamsAppPassword
 }
-// the secrets that have a value, each with the environment variable Ghost reads it from
-var presentSecrets = concat([
-  {
-    name: 'database-url'
-    env: 'GHOST_DATABASE_URL'
-  }
-], empty(geminiApiKey) ? [] : [
-  {
-    name: 'gemini-api-key'
-    env: 'GEMINI_API_KEY'
-  }
-], empty(slackBotToken) ? [] : [
-  {
-    name: 'slack-bot-token'
-    env: 'SLACK_BOT_TOKEN'
-  }
-], empty(slackSigningSecret) ? [] : [
-  {
-    name: 'slack-signing-secret'
-    env: 'SLACK_SIGNING_SECRET'
-  }
-], empty(teamsAppPassword) ? [] : [
-  {
-    name: 'teams-app-password'
-    env: 'MicrosoftAppPassword'
-  }
-])
 
-resource secrets 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = [for s in presentSecrets: {
-  // checkov:skip=CKV_AZURE_41: these are issued and rotated by Slack, Google, Entra ID and this deployment; an expiry here would silently stop Ghost reading them
+resource secrets 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = [for s in secretList: {
+  // checkov:skip=CKV_AZURE_41: these are issued and rotated by Slack, Google and Entra ID; an expiry here would silently stop Ghost reading them
   parent: vault
   name: s.name
   properties: {
-    value: secretValues[s.name]
+    value: empty(secretValues[s.name]) ? unsetMarker : secretValues[s.name]
     contentType: 'text/plain'
   }
 }]
 
 resource vaultReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   scope: vault
-  name: guid(vault.id, identity.id, keyVaultSecretsUser)
+  name: guid(vault.id, appPrincipalId, keyVaultSecretsUser)
   properties: {
-    principalId: identity.properties.principalId
+    principalId: appPrincipalId
     principalType: 'ServicePrincipal'
     roleDefinitionId: keyVaultSecretsUser
   }
@@ -343,17 +436,19 @@ resource captureLifecycle 'Microsoft.Storage/storageAccounts/managementPolicies@
 
 resource captureAccess 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   scope: storage
-  name: guid(storage.id, identity.id, captureStorageRoleId)
+  name: guid(storage.id, appPrincipalId, captureStorageRoleId)
   properties: {
-    principalId: identity.properties.principalId
+    principalId: appPrincipalId
     principalType: 'ServicePrincipal'
     roleDefinitionId: captureStorageRoleId
   }
 }
 
 // ------------------------------------------------------------------ PostgreSQL
-resource postgres 'Microsoft.DBforPostgreSQL/flexibleServers@2022-12-01' = {
-  name: '${namePrefix}-pg-${take(suffix, 8)}'
+// Created one step at a time (server, Entra administrator, database, diagnostics): parallel
+// changes to one flexible server are a known cause of ServerBusy.
+resource postgres 'Microsoft.DBforPostgreSQL/flexibleServers@2024-08-01' = {
+  name: postgresName
   location: location
   sku: {
     name: postgresSkuName
@@ -388,23 +483,28 @@ resource postgres 'Microsoft.DBforPostgreSQL/flexibleServers@2022-12-01' = {
   ]
 }
 
-resource postgresEntraAdmin 'Microsoft.DBforPostgreSQL/flexibleServers/administrators@2022-12-01' = {
+// The migration job's identity is the Entra administrator: it owns the schema and creates the
+// apps' role (pgaadauth_create_principal), which owns nothing (docs/storage.md, "Roles").
+resource postgresEntraAdmin 'Microsoft.DBforPostgreSQL/flexibleServers/administrators@2024-08-01' = {
   parent: postgres
-  name: identity.properties.principalId
+  name: migratePrincipalId
   properties: {
-    principalName: identity.name
+    principalName: migrateIdentityName
     principalType: 'ServicePrincipal'
     tenantId: subscription().tenantId
   }
 }
 
-resource ghostDatabase 'Microsoft.DBforPostgreSQL/flexibleServers/databases@2022-12-01' = {
+resource ghostDatabase 'Microsoft.DBforPostgreSQL/flexibleServers/databases@2024-08-01' = {
   parent: postgres
   name: 'ghost'
   properties: {
     charset: 'UTF8'
     collation: 'en_US.utf8'
   }
+  dependsOn: [
+    postgresEntraAdmin
+  ]
 }
 
 resource postgresLogs 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
@@ -419,10 +519,13 @@ resource postgresLogs 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview'
       }
     ]
   }
+  dependsOn: [
+    ghostDatabase
+  ]
 }
 
 // ------------------------------------------------------------------ Container Apps
-resource environment 'Microsoft.App/managedEnvironments@2024-03-01' = {
+resource appsEnvironment 'Microsoft.App/managedEnvironments@2024-03-01' = {
   name: '${namePrefix}-env'
   location: location
   properties: {
@@ -447,12 +550,14 @@ resource environment 'Microsoft.App/managedEnvironments@2024-03-01' = {
   }
 }
 
-var appSecrets = [for s in presentSecrets: {
+// Key Vault references by name: the vault's URI is built from its name and the cloud's suffix
+// (known at the start) rather than read from the vault (known only during the deployment).
+var appSecrets = [for s in secretList: {
   name: s.name
-  keyVaultUrl: '${vault.properties.vaultUri}secrets/${s.name}'
-  identity: identity.id
+  keyVaultUrl: 'https://${vaultName}${environment().suffixes.keyvaultDns}/secrets/${s.name}'
+  identity: appIdentity.id
 }]
-var secretEnvVars = [for s in presentSecrets: {
+var secretEnvVars = [for s in secretList: {
   name: s.env
   secretRef: s.name
 }]
@@ -461,17 +566,22 @@ var plainEnv = [for s in items(union({
   GHOST_DATA_DIR: '/var/lib/ghost'
   GHOST_AZURE_SUBSCRIPTION_ID: subscriptionId
   GHOST_AZURE_STORAGE_AUTH_MODE: 'login'
-  AZURE_CLIENT_ID: identity.properties.clientId
-  PORT: '3000'
-  GHOST_TEAMS_PORT: '3978'
+  GHOST_CAPTURE_STORAGE_ACCOUNT: storage.id
+  GHOST_TEAMS_ALLOWED_TENANTS: subscription().tenantId
+  GHOST_DATABASE_AUTH: 'azure'
+  AZURE_CLIENT_ID: appClientId
+  PORT: string(webPort)
+  GHOST_TEAMS_PORT: string(webPort)
 }, extraSettings)): {
   name: s.key
   value: string(s.value)
 }]
+// the apps sign in to PostgreSQL as their identity, with a token for a password
+var appDatabaseUrl = 'postgresql://${appIdentityName}@${postgresName}.postgres.database.azure.com:5432/ghost?sslmode=require'
 var registries = empty(registryServer) ? [] : [
   {
     server: registryServer
-    identity: identity.id
+    identity: appIdentity.id
   }
 ]
 var probes = [
@@ -479,7 +589,7 @@ var probes = [
     type: 'Liveness'
     httpGet: {
       path: '/healthz'
-      port: 3000
+      port: webPort
     }
     periodSeconds: 10
     failureThreshold: 3
@@ -488,7 +598,7 @@ var probes = [
     type: 'Readiness'
     httpGet: {
       path: '/readyz'
-      port: 3000
+      port: webPort
     }
     periodSeconds: 10
     failureThreshold: 3
@@ -501,11 +611,11 @@ resource web 'Microsoft.App/containerApps@2024-03-01' = {
   identity: {
     type: 'UserAssigned'
     userAssignedIdentities: {
-      '${identity.id}': {}
+      '${appIdentity.id}': {}
     }
   }
   properties: {
-    environmentId: environment.id
+    environmentId: appsEnvironment.id
     workloadProfileName: 'Consumption'
     configuration: {
       activeRevisionsMode: 'Single'
@@ -529,6 +639,10 @@ resource web 'Microsoft.App/containerApps@2024-03-01' = {
           ]
           env: concat(plainEnv, secretEnvVars, [
             {
+              name: 'GHOST_DATABASE_URL'
+              value: appDatabaseUrl
+            }
+            {
               name: 'GHOST_SERVE_RUNS_WORKER'
               value: 'false'
             }
@@ -548,7 +662,9 @@ resource web 'Microsoft.App/containerApps@2024-03-01' = {
   }
   dependsOn: [
     vaultReader
+    vaultEndpointDns
     secrets
+    ghostDatabase
   ]
 }
 
@@ -558,11 +674,11 @@ resource worker 'Microsoft.App/containerApps@2024-03-01' = {
   identity: {
     type: 'UserAssigned'
     userAssignedIdentities: {
-      '${identity.id}': {}
+      '${appIdentity.id}': {}
     }
   }
   properties: {
-    environmentId: environment.id
+    environmentId: appsEnvironment.id
     workloadProfileName: 'Consumption'
     configuration: {
       activeRevisionsMode: 'Single'
@@ -577,7 +693,12 @@ resource worker 'Microsoft.App/containerApps@2024-03-01' = {
           args: [
             'worker'
           ]
-          env: concat(plainEnv, secretEnvVars)
+          env: concat(plainEnv, secretEnvVars, [
+            {
+              name: 'GHOST_DATABASE_URL'
+              value: appDatabaseUrl
+            }
+          ])
           resources: {
             cpu: json('1.0')
             memory: '2Gi'
@@ -592,21 +713,25 @@ resource worker 'Microsoft.App/containerApps@2024-03-01' = {
   }
   dependsOn: [
     vaultReader
+    vaultEndpointDns
     secrets
+    ghostDatabase
   ]
 }
 
+// `ghost db upgrade` as the Entra administrator (the migrate identity): creates or migrates the
+// schema, creates the apps' role if it is missing and grants it what Ghost needs, nothing more.
 resource migrate 'Microsoft.App/jobs@2024-03-01' = {
   name: '${namePrefix}-migrate'
   location: location
   identity: {
     type: 'UserAssigned'
     userAssignedIdentities: {
-      '${identity.id}': {}
+      '${migrateIdentity.id}': {}
     }
   }
   properties: {
-    environmentId: environment.id
+    environmentId: appsEnvironment.id
     workloadProfileName: 'Consumption'
     configuration: {
       triggerType: 'Manual'
@@ -616,8 +741,12 @@ resource migrate 'Microsoft.App/jobs@2024-03-01' = {
         parallelism: 1
         replicaCompletionCount: 1
       }
-      secrets: appSecrets
-      registries: registries
+      registries: empty(registryServer) ? [] : [
+        {
+          server: registryServer
+          identity: migrateIdentity.id
+        }
+      ]
     }
     template: {
       containers: [
@@ -628,12 +757,32 @@ resource migrate 'Microsoft.App/jobs@2024-03-01' = {
             'db'
             'upgrade'
           ]
-          env: concat(plainEnv, secretEnvVars, [
+          env: [
+            {
+              name: 'GHOST_LOG_FORMAT'
+              value: 'json'
+            }
+            {
+              name: 'GHOST_DATABASE_AUTH'
+              value: 'azure'
+            }
+            {
+              name: 'AZURE_CLIENT_ID'
+              value: migrateClientId
+            }
+            {
+              name: 'GHOST_DATABASE_URL'
+              value: 'postgresql://${migrateIdentityName}@${postgresName}.postgres.database.azure.com:5432/ghost?sslmode=require'
+            }
+            {
+              name: 'GHOST_DATABASE_APP_ROLE'
+              value: appIdentityName
+            }
             {
               name: 'GHOST_AZ_LOGIN'
               value: 'false'
             }
-          ])
+          ]
           resources: {
             cpu: json('0.5')
             memory: '1Gi'
@@ -643,16 +792,14 @@ resource migrate 'Microsoft.App/jobs@2024-03-01' = {
     }
   }
   dependsOn: [
-    vaultReader
-    secrets
+    ghostDatabase
   ]
 }
 
-output identityPrincipalId string = identity.properties.principalId
-output identityClientId string = identity.properties.clientId
 output webUrl string = 'https://${web.properties.configuration.ingress.fqdn}'
 output keyVaultName string = vault.name
 output captureStorageAccount string = storage.name
+output captureStorageAccountId string = storage.id
 output captureContainer string = captureContainer.name
 output migrateJobName string = migrate.name
 output logAnalyticsWorkspace string = logs.name
