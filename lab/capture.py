@@ -31,7 +31,7 @@ from lab.pcap import PcapWriter
 from lab.traffic import capture_frames
 
 if TYPE_CHECKING:
-    from lab.scenario import Scenario
+    from lab.model import Scenario
 
 EXTENSION_PUBLISHER = "Microsoft.Azure.NetworkWatcher"
 #: ARM's answer to a VM-agent operation (extension, run-command, capture) on a stopped VM

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from lab.az.catalog import Catalog
 from lab.az.dispatch import run_az
+from lab.model import Scenario
 from lab.network import Estate, NotModelled
 from lab.probes import LOCAL, Vantage
-from lab.scenario import Scenario
 
 NOT_MODELLED = "not modelled by the lab: "
 

@@ -45,7 +45,7 @@ from lab.wire import (
 )
 
 if TYPE_CHECKING:
-    from lab.scenario import Scenario
+    from lab.model import Scenario
 
 #: the longest stretch of traffic one lab capture holds (its duration is shortened to this)
 MAX_WINDOW_S = 30.0

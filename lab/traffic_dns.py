@@ -50,7 +50,7 @@ from lab.wire import (
 )
 
 if TYPE_CHECKING:
-    from lab.scenario import Scenario, Vm
+    from lab.model import Scenario, Vm
 
 DNS_PORT = 53
 MAX_LOOKUPS_PER_FLOW = 60

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from lab.packets import PROTO_ICMP, checksummed, icmp_message, ipv4_packet, with_ttl
 
 if TYPE_CHECKING:
-    from lab.scenario import Scenario, Traffic, Vm
+    from lab.model import Scenario, Traffic, Vm
 
 #: Linux's default TTL (net.ipv4.ip_default_ttl): what every lab host sends with
 INITIAL_TTL = 64

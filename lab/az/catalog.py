@@ -6,7 +6,6 @@ so every `az … show` of the lab fails like the real one.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
@@ -17,8 +16,8 @@ from lab.az.errors import (
     resource_not_found,
     usage_error,
 )
+from lab.model import Nsg, PrivateDnsZone, RouteTable, Scenario, Vm, VNet, stable_guid
 from lab.network import Estate
-from lab.scenario import Nsg, PrivateDnsZone, RouteTable, Scenario, Vm, VNet
 
 NETWORK = "Microsoft.Network"
 
@@ -35,7 +34,7 @@ T = TypeVar("T", bound=_Placed)
 
 def guid(*parts: str) -> str:
     """A stable GUID for a derived identifier (resourceGuid, vmId, correlation ids)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, "ghost-lab/" + "/".join(parts)))
+    return stable_guid(*parts)
 
 
 def same(a: str, b: str) -> bool:

@@ -15,7 +15,7 @@ from lab.az import resources as res
 from lab.az.args import NAME, RG_OPTIONAL, Command, Parsed, opt
 from lab.az.catalog import Catalog, guid, parse_id, same
 from lab.az.errors import AzError, cloud_error, usage_error
-from lab.scenario import ActivityEvent
+from lab.model import ActivityEvent
 
 Json = dict[str, Any]
 _PERIOD = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$", re.IGNORECASE)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from lab.az import resources as res
 from lab.az.args import RG, RG_OPTIONAL, Command, Parsed, opt
 from lab.az.catalog import Catalog, same
-from lab.scenario import PrivateDnsZone, VNet
+from lab.model import PrivateDnsZone, VNet
 
 ID_RG_NAME = (("resource_group", "resource_group"), ("name", "name"))
 ID_CHILD = (("resource_group", "resource_group"), ("name", "parent"), ("child_name_1", "name"))

@@ -11,7 +11,7 @@ import hashlib
 from typing import Any
 
 from lab.az.catalog import Catalog, guid, same
-from lab.scenario import Nsg, NsgRule, Peering, PrivateDnsZone, Route, RouteTable, Subnet, Vm, VNet
+from lab.model import Nsg, NsgRule, Peering, PrivateDnsZone, Route, RouteTable, Subnet, Vm, VNet
 
 Json = dict[str, Any]
 SUCCEEDED = "Succeeded"

@@ -16,9 +16,9 @@ from typing import Any
 from lab.az.args import RG, RG_OPTIONAL, Command, Parsed, opt
 from lab.az.catalog import Catalog, guid, parse_id
 from lab.az.errors import cloud_error, usage_error
+from lab.model import Vm
 from lab.network import Connection, EffectiveNsg, NotModelled
-from lab.probes.common import as_ip
-from lab.scenario import Vm
+from lab.probes.common import as_ip, loss_rate
 
 Json = dict[str, Any]
 ID_RG_NAME = (("resource_group", "resource_group"), ("name", "name"))
@@ -284,7 +284,6 @@ def _connectivity(cat: Catalog, src: Vm, dst_ip: IPv4Address, label: str,
         here["nextHopIds"] = [nxt["id"]]
         nxt["previousHopIds"] = [here["id"]]
     ok = conn.outcome == "connected"
-    from lab.probes.common import loss_rate
     failed = round(66 * loss_rate(conn.faults)) if ok else 66
     return _result("Reachable" if ok else "Unreachable", hops, conn.rtt_ms, 66, failed)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from ipaddress import IPv4Address
 
+from lab.model import PrivateDnsZone, Scenario
 from lab.network.results import DnsAnswer
 from lab.network.tags import AZURE_PLATFORM_IP
-from lab.scenario import PrivateDnsZone, Scenario
 
 AZURE_DNS = str(AZURE_PLATFORM_IP)
 LOCAL_RESOLVER = "127.0.0.53"  # the engineer's machine (systemd-resolved's stub)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address, ip_address
 
+from lab.model import Scenario, Vm
 from lab.network import dns, nsg, paths, routes
 from lab.network.results import (
     Connection,
@@ -23,7 +24,6 @@ from lab.network.results import (
 )
 from lab.network.tags import AZURE_PLATFORM_IP
 from lab.network.topology import subnet_of
-from lab.scenario import Scenario, Vm
 
 IpLike = str | IPv4Address
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 
+from lab.model import Fault, Scenario, Vm
 from lab.network.nsg import Packet, first_deny
 from lab.network.results import Connection, Delivery
 from lab.network.routes import lookup
 from lab.network.tags import AZURE_PLATFORM_IP
 from lab.network.topology import peered_connected, peering, subnet_of
-from lab.scenario import Fault, Scenario, Vm
 
 MAX_HOPS = 16
 BASE_MS_PER_LINK = 0.5

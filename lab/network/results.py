@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from lab.scenario import Fault
+from lab.model import Fault
 
 
 class NotModelled(Exception):

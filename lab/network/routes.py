@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
+from lab.model import Scenario, Subnet
 from lab.network.results import EffectiveRoute, NextHop
 from lab.network.tags import NONE_ROUTE_PREFIXES
 from lab.network.topology import connected_peers, route_table_of
-from lab.scenario import Scenario, Subnet
 
 DEFAULT_ROUTE = IPv4Network("0.0.0.0/0")
 

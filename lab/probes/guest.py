@@ -14,9 +14,9 @@ from datetime import timedelta
 from typing import Any
 
 from lab.az.resources import dns_suffix, mac_address
+from lab.model import Vm
 from lab.network import NotModelled
 from lab.probes.common import STUB_RESOLVER, ProbeOutput, Vantage
-from lab.scenario import Vm
 
 PROCESS_BY_PORT = {22: "sshd", 53: "named", 80: "nginx", 443: "nginx", 3306: "mysqld",
                    5432: "postgres", 6379: "redis-server", 8080: "java", 9200: "java",
