@@ -346,9 +346,10 @@ class Scenario:
         return flow.since_seconds is None or t.timestamp() >= (
             self.now.timestamp() - flow.since_seconds)
 
-    def at(self, t: datetime) -> Scenario:
+    def at(self, t: datetime, keep_traffic: bool = False) -> Scenario:
         """The estate as it stood at ``t``: rules, routes, faults and zone links active then,
-        the traffic flowing then; the same object when nothing carries a window."""
+        the traffic flowing then (every flow, in order, with ``keep_traffic``: flow logs keep
+        each flow's index); the same object when nothing carries a window."""
         if not self.has_windows:
             return self
         nsgs = tuple(dataclasses.replace(n, rules=tuple(
@@ -363,7 +364,7 @@ class Scenario:
             *z.linked_vnets, *(v for v, w in z.link_windows if w.covers(t))))
             for z in self.private_dns_zones)
         traffic = tuple(dataclasses.replace(x, since_seconds=None) for x in self.traffic
-                        if self.flowing(x, t))
+                        if keep_traffic or self.flowing(x, t))
         return dataclasses.replace(self, nsgs=nsgs, route_tables=tables, faults=faults,
                                    private_dns_zones=zones, traffic=traffic)
 

@@ -37,8 +37,8 @@ class LabRunner:
     """Answers commands from one scenario; the same command always gets the same answer."""
 
     def __init__(self, scenario: Scenario, estate: Estate | None = None) -> None:
-        self.scenario = scenario
         self.estate = estate if estate is not None else Estate(scenario)
+        self.scenario = self.estate.scenario  # as it stands at ``now``
         self.catalog = Catalog(scenario, self.estate)
 
     def run(self, argv: Sequence[str]) -> LabAnswer:

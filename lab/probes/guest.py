@@ -94,7 +94,7 @@ def ip(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
                                f'"{words[2]}".\n')
         via = "" if prefix and dest in prefix else f" via {gw}"
         return ProbeOutput(0, f"{dest}{via} dev eth0 src {vm.ip} uid 0 \n    cache \n")
-    mac = mac_address(vm).replace("-", ":").lower()
+    mac = mac_address(v.cat, vm).replace("-", ":").lower()
     if obj in ("a", "addr", "address", "l", "link"):
         with_inet = obj.startswith("a")
         state = "group default" if with_inet else "mode DEFAULT group default"
