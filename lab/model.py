@@ -516,7 +516,8 @@ class Scenario:
                     return make(head)
             if self.public_ip(head) is not None:
                 return self.public_ip_id(head)
-            return None
+            fw = next((f for f in self.firewalls if f.policy and f.policy.name == head), None)
+            return self.firewall_policy_id(fw) if fw is not None else None
         lb = self.lb(head)
         if lb is not None:
             for kind, items in (("probes", lb.probes), ("loadBalancingRules", lb.rules),

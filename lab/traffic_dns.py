@@ -71,7 +71,8 @@ PLATFORM = ""
 def dns_names(scenario: Scenario, client: Vm) -> list[str]:
     """The names the client asks about: what its estate resolves, public names first (what
     applications use), then private zone records, then the VMs of its own VNet."""
-    names = list(scenario.public_dns)
+    names = [pe.target.fqdn for pe in scenario.private_endpoints]  # format 2: what apps ask
+    names += list(scenario.public_dns)
     for zone in scenario.private_dns_zones:
         names += [zone.name if rel == "@" else f"{rel}.{zone.name}" for rel in zone.records]
     names += [vm.name for vm in scenario.vms if vm.vnet == client.vnet and vm is not client]

@@ -174,6 +174,7 @@ class Wire:
     ids: random.Random = field(kw_only=True)
     seen: list[Seen] = field(default_factory=list, kw_only=True)
     jitter_rng: random.Random = field(default_factory=lambda: random.Random(0), kw_only=True)
+    fifo: dict[tuple[bool, int], float] = field(default_factory=dict, kw_only=True)
     counters: dict[str, int] = field(default_factory=dict, kw_only=True)
 
     def next_id(self, host: str) -> int:
@@ -196,6 +197,11 @@ class Wire:
         for j, hop in enumerate(hops):
             extra += self._jitter(hop) if j > 0 else 0.0
             at = t + j * step + extra
+            if extra:  # queues are FIFO: jitter delays packets but never reorders a direction
+                key = (from_client, j)
+                at = max(at, self.fifo.get(key, 0.0) + 1e-6)
+                extra = at - t - j * step
+                self.fifo[key] = at
             here = with_ttl(ip, ttl_at_hop(ip[8], j))
             view = path.views[j] if j < len(path.views) else None
             if view is not None:

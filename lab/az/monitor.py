@@ -178,7 +178,8 @@ def _split_operation(operation: str) -> tuple[str, list[str]]:
 
 
 def event_resource_id(cat: Catalog, event: ActivityEvent) -> str:
-    known = cat.scenario.resource_id_for(event.resource)
+    # the whole timeline: a rule deleted since (format 2's ``active``) still has its id
+    known = cat.timeline.resource_id_for(event.resource)
     if known is not None:
         return known
     namespace, types = _split_operation(event.operation)
