@@ -31,7 +31,7 @@ from lab.pcap import PcapWriter
 from lab.traffic import capture_frames
 
 if TYPE_CHECKING:
-    from lab.scenario import Scenario
+    from lab.model import Scenario
 
 EXTENSION_PUBLISHER = "Microsoft.Azure.NetworkWatcher"
 #: ARM's answer to a VM-agent operation (extension, run-command, capture) on a stopped VM
@@ -50,7 +50,8 @@ class LabCaptureBackend:
     def __init__(self, scenario: Scenario, estate: Any, workdir: Path, *,
                  run_seconds: float = DEFAULT_RUN_SECONDS,
                  clock: Callable[[], float] = time.time) -> None:
-        self.scenario = scenario
+        # the estate at ``now`` (format 2's time windows resolved)
+        self.scenario = getattr(estate, "scenario", scenario)
         self.estate = estate
         self.workdir = Path(workdir)
         self.run_seconds = run_seconds

@@ -133,3 +133,18 @@ def dns_response(txid: int, name: str, qtype: int, rcode: str,
         out.append(b"\xc0\x0c" if same else dns_name(owner))
         out.append(struct.pack("!HHIH", rtype, 1, ttl, len(rdata)) + rdata)
     return b"".join(out)
+
+
+def with_addresses(packet: bytes, src: bytes, sport: int | None, dst: bytes,
+                   dport: int | None) -> bytes:
+    """The IPv4 ``packet`` after a NAT rewrote its addresses (and TCP/UDP ports): what the far
+    side of a load balancer or an SNAT sees. Checksums are recomputed when they were set."""
+    ihl = (packet[0] & 0x0F) * 4
+    out = bytearray(packet)
+    out[12:16], out[16:20] = src, dst
+    if packet[9] in (PROTO_TCP, PROTO_UDP) and len(packet) >= ihl + 4:
+        if sport is not None:
+            out[ihl:ihl + 2] = struct.pack("!H", sport)
+        if dport is not None:
+            out[ihl + 2:ihl + 4] = struct.pack("!H", dport)
+    return checksummed(bytes(out)) if packet[10:12] != b"\x00\x00" else bytes(out)

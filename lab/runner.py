@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from lab.az.catalog import Catalog
 from lab.az.dispatch import run_az
+from lab.model import Scenario
 from lab.network import Estate, NotModelled
 from lab.probes import LOCAL, Vantage
-from lab.scenario import Scenario
 
 NOT_MODELLED = "not modelled by the lab: "
 
@@ -37,8 +37,8 @@ class LabRunner:
     """Answers commands from one scenario; the same command always gets the same answer."""
 
     def __init__(self, scenario: Scenario, estate: Estate | None = None) -> None:
-        self.scenario = scenario
         self.estate = estate if estate is not None else Estate(scenario)
+        self.scenario = self.estate.scenario  # as it stands at ``now``
         self.catalog = Catalog(scenario, self.estate)
 
     def run(self, argv: Sequence[str]) -> LabAnswer:

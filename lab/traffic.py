@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, Any
 
+from lab.model import Vm
+from lab.model_v2 import LbProbe
+from lab.network import lb
+from lab.network.tags import AZURE_PLATFORM_IP
 from lab.packets import (
     PROTO_TCP,
     TCP_ACK,
@@ -31,9 +35,11 @@ from lab.packets import (
     tcp_segment,
     with_ttl,
 )
-from lab.traffic_dns import DNS_PORT, dns_flow_packets
+from lab.traffic_dns import DNS_PORT, PLATFORM, dns_flow_packets
 from lab.wire import (
     INITIAL_TTL,
+    FlowWire,
+    Path,
     Seen,
     Wire,
     faults_at,
@@ -45,7 +51,7 @@ from lab.wire import (
 )
 
 if TYPE_CHECKING:
-    from lab.scenario import Scenario
+    from lab.model import Scenario
 
 #: the longest stretch of traffic one lab capture holds (its duration is shortened to this)
 MAX_WINDOW_S = 30.0
@@ -74,8 +80,11 @@ class _Conversation(Wire):
     client: _Side
     server: _Side
     answer: str  # "synack" | "rst" | "none": what the server does with a SYN that reaches it
+    # (format 2: "proxy", a firewall's proxy that answers the handshake, then refuses)
     carried: dict[str, int] = field(default_factory=dict)
     reset_done: bool = False
+    payload: tuple[bytes, bytes] = (b"", b"")
+    flow_wire: FlowWire | None = None  # the model's view of this connection (flow logs)
 
     # ------------------------------------------------------------------ one packet
     def send(self, t: float, from_client: bool, flags: int, payload: bytes = b"",
@@ -137,7 +146,7 @@ class _Conversation(Wire):
                 self.server.seq = 0
                 self.send(at + 0.0001, False, TCP_RST | TCP_ACK, ident=0)  # a kernel's RST: ID 0
                 return
-            if arrived and self.answer == "synack":
+            if arrived and self.answer in ("synack", "proxy"):
                 self.client.seq += 1
                 ok, back = self.send(at + 0.0001, False, TCP_SYN | TCP_ACK,
                                      options=mss_option(self.server.mss))
@@ -157,6 +166,12 @@ class _Conversation(Wire):
         t = self._transfer(t + 0.0005, True, request)
         if t < 0:
             return
+        if self.answer == "proxy" and self.server.port != 80:
+            # Azure Firewall's proxy: a denied TLS session gets a RST after the ClientHello
+            self.send(t + 0.0005, False, TCP_RST | TCP_ACK)
+            return
+        if self.answer == "proxy":
+            response = HTTP_470
         t = self._transfer(t + 0.002, False, response)
         if t < 0:
             return
@@ -221,6 +236,25 @@ class _Conversation(Wire):
         return done, t + WIRE_GAP_S
 
 
+#: Azure Firewall's answer to a denied HTTP request (widely reported, not documented)
+HTTP_470 = (b"HTTP/1.1 470 status code 470\r\nContent-Type: text/plain\r\nContent-Length: 67"
+            b"\r\n\r\nAction: Deny. Reason: No rule matched. Proceeding with default action.")
+
+
+def tls_hello(rng: random.Random, sni: str | None) -> bytes:
+    """A TLS 1.2 ClientHello record carrying ``sni`` (format 2's HTTPS requests)."""
+    ext = b""
+    if sni:
+        name = sni.encode()
+        entry = b"\x00" + len(name).to_bytes(2, "big") + name
+        body = len(entry).to_bytes(2, "big") + entry
+        ext = b"\x00\x00" + len(body).to_bytes(2, "big") + body
+    hello = (b"\x03\x03" + rng.randbytes(32) + b"\x00" + b"\x00\x02\xc0\x2f" + b"\x01\x00"
+             + len(ext).to_bytes(2, "big") + ext)
+    handshake = b"\x01" + len(hello).to_bytes(3, "big") + hello
+    return b"\x16\x03\x01" + len(handshake).to_bytes(2, "big") + handshake
+
+
 def payloads(port: int, rng: random.Random) -> tuple[bytes, bytes]:
     """A request and a response that look like the service on ``port`` (several segments)."""
     size = 3000 + rng.randrange(3000)
@@ -244,29 +278,123 @@ def flow_packets(scenario: Scenario, estate: Any, index: int, window_s: float,
     fw = flow_wire(scenario, estate, index)
     if fw is None:
         return []
-    flow, src, dst_vm, dst_ip, conn = fw.flow, fw.src, fw.dst_vm, fw.dst_ip, fw.conn
-    forward, reverse = fw.forward, fw.reverse
-    answer = server_answer(scenario, dst_vm, flow.port) if forward.delivered else "none"
+    count = max(1, min(int(float(fw.flow.rate) * window_s), MAX_CONNECTIONS_PER_FLOW))
+    gap = window_s / count
+    seen: list[Seen] = []
+    for k in range(count):
+        conv = connection(scenario, estate, index, k, fw)
+        if conv is None:
+            continue
+        conv.run(start_s + k * gap + conv.rng.random() * gap * 0.5, *conv.payload)
+        seen += conv.seen
+    return seen
+
+
+def _answer(scenario: Scenario, fw: FlowWire) -> tuple[str, Path | None]:
+    """What the far end does with the SYN, and the answer's path (cut where it dies)."""
+    conn, reverse = fw.conn, fw.reverse
+    answer = server_answer(scenario, fw.dst_vm, fw.flow.port) if fw.forward.delivered else "none"
     if conn.outcome == "refused":
         answer = "rst"
     elif conn.outcome == "timeout" and reverse is not None and reverse.delivered:
         reverse = stopped_at(reverse, conn.asymmetric_at)
-    count = max(1, min(int(float(flow.rate) * window_s), MAX_CONNECTIONS_PER_FLOW))
-    gap = window_s / count
+    elif scenario.format >= 2 and conn.outcome == "connected":
+        answer = "proxy" if conn.refused_by_proxy else "synack"
+    elif scenario.format >= 2 and conn.outcome == "timeout":
+        answer = "none"
+    return answer, reverse
+
+
+def _snat_failed(scenario: Scenario, fw: FlowWire, index: int, k: int) -> bool:
+    """A ``snat_exhaustion`` fault at the flow's translator fails this new connection with its
+    probability (seeded per connection)."""
+    for fault in fw.conn.faults:
+        if fault.kind == "snat_exhaustion" and fw.conn.forward.snat == fault.at:
+            draw = random.Random(seed(scenario.name, index, k, "snat")).random() * 100
+            if draw < float(fault.percent or 0):
+                return True
+    return False
+
+
+def connection(scenario: Scenario, estate: Any, index: int, k: int,
+               fw: FlowWire | None = None) -> _Conversation | None:
+    """Connection ``k`` of flow ``index``, ready to ``run`` (None: its client sends nothing).
+    Format 2 picks its load balancer backend by ``k`` and may fail its SNAT."""
+    flow = scenario.traffic[index]
+    client_port = 32768 + (index * 997 + k) % 28000
+    if scenario.format >= 2:  # the model's addresses are this connection's (NAT views)
+        fw = flow_wire(scenario, estate, index, choose=k, src_port=client_port)
+    if fw is None:
+        return None
+    answer, reverse = _answer(scenario, fw)
+    forward = fw.forward
+    if scenario.format >= 2 and _snat_failed(scenario, fw, index, k):
+        snat = fw.conn.forward.snat
+        hops = forward.hops[:forward.hops.index(snat) + 1] if snat in forward.hops else (
+            forward.hops[:1])
+        forward = Path(hops, False, forward.one_way_s, forward.views[:len(hops)])
+        answer, reverse = "none", None
+    rng = random.Random(seed(scenario.name, index, k))
+    request, response = payloads(flow.port, rng)
+    if scenario.format >= 2 and flow.port == 443:
+        request = tls_hello(rng, flow.fqdn or estate.default_fqdn(fw.dst_ip))
+    dst_mtu = fw.dst_vm.mtu if fw.dst_vm is not None else 1500
+    conv = _Conversation(
+        scenario, rng, forward, reverse, ids=random.Random(seed(scenario.name, index, k, "id")),
+        jitter_rng=random.Random(seed(scenario.name, index, k, "jitter")),
+        client=_Side(fw.src.ip, client_port, rng.randrange(2**32), fw.src.mtu - 40),
+        server=_Side(fw.dst_ip, flow.port, rng.randrange(2**32), dst_mtu - 40),
+        answer=answer)
+    conv.payload = (request, response)
+    conv.flow_wire = fw
+    return conv
+
+
+def probe_packets(scenario: Scenario, vm_name: str, window_s: float,
+                  start_s: float) -> list[Seen]:
+    """Format 2: the health probes a pool VM's guest sees, one every ``interval`` of each probe
+    its load balancers' rules use: from 168.63.129.16, answered and closed (up), answered by RST
+    (nothing listens), or absent (an NSG dropped it before the guest; a stopped VM)."""
+    vm = scenario.vm(vm_name)
+    if scenario.format < 2 or vm is None or vm.power_state != "running":
+        return []
+    probes = {p.name + "@" + b.name: (b, p) for b in scenario.pool_lbs(vm_name)
+              for r in b.rules if r.probe and (pool := b.pool(r.pool)) and vm_name in pool.vms
+              for p in (b.probe(r.probe),) if p is not None}
     seen: list[Seen] = []
-    for k in range(count):
-        rng = random.Random(seed(scenario.name, index, k))
-        request, response = payloads(flow.port, rng)
-        conv = _Conversation(
-            scenario, rng, forward, reverse, ids=random.Random(seed(scenario.name, index, k, "id")),
-            client=_Side(src.ip, 32768 + (index * 997 + k) % 28000, rng.randrange(2**32),
-                         src.mtu - 40),
-            server=_Side(dst_ip, flow.port, rng.randrange(2**32),
-                         (dst_vm.mtu if dst_vm is not None else 1500) - 40),
-            answer=answer)
-        conv.run(start_s + k * gap + rng.random() * gap * 0.5, request, response)
-        seen += conv.seen
+    for key, (_, probe) in sorted(probes.items()):
+        count = max(1, int(window_s // probe.interval))
+        for k in range(count):
+            conv = probe_connection(scenario, vm, probe, key, k)
+            if conv is None:
+                break  # dropped by an NSG before the guest: the capture shows nothing
+            conv.run(start_s + k * probe.interval + conv.rng.random() * 0.5, *conv.payload)
+            seen += conv.seen
     return seen
+
+
+def probe_connection(scenario: Scenario, vm: Vm, probe: LbProbe, key: str,
+                     k: int) -> _Conversation | None:
+    """Probe number ``k`` from 168.63.129.16 to ``vm``, ready to run (None: an NSG drops it)."""
+    verdict = lb.probe_vm(scenario, probe, vm)
+    if verdict.denied_by is not None or vm.power_state != "running":
+        return None
+    answer = "synack" if lb.listening(scenario, vm, probe.port) else "rst"
+    forward = Path((PLATFORM, vm.name), True, 0.0002)
+    reverse = Path((vm.name, PLATFORM), True, 0.0002)
+    http = probe.protocol in ("Http", "Https")
+    request = (f"GET {probe.path or '/'} HTTP/1.1\r\nHost: {vm.ip}:{probe.port}\r\n"
+               "User-Agent: Load Balancer Agent\r\nConnection: close\r\n\r\n").encode()
+    response = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK"
+    rng = random.Random(seed(scenario.name, "probe", key, k))
+    conv = _Conversation(
+        scenario, rng, forward, reverse, ids=random.Random(seed(key, k, "id")),
+        client=_Side(AZURE_PLATFORM_IP, 49152 + rng.randrange(16000), rng.randrange(2**32),
+                     1460),
+        server=_Side(vm.ip, probe.port, rng.randrange(2**32), vm.mtu - 40),
+        answer=answer)
+    conv.payload = (request, response) if http else (b"", b"")
+    return conv
 
 
 PacketFilter = Callable[[bytes], bool]
@@ -282,9 +410,11 @@ def capture_frames(scenario: Scenario, estate: Any, vm: str, duration_s: float, 
     window = max(1.0, min(float(duration_s), MAX_WINDOW_S))
     end_ns = ns(start_s + window)
     frames = []
-    for index in range(len(scenario.traffic)):
-        for seen in flow_packets(scenario, estate, index, window * 0.8, start_s):
-            if seen.vm == vm and seen.ts_ns <= end_ns and (keep is None or keep(seen.ip)):
-                frames.append((seen.ts_ns, ethernet(seen.ip)))
+    every = [seen for index in range(len(scenario.traffic))
+             for seen in flow_packets(scenario, estate, index, window * 0.8, start_s)]
+    every += probe_packets(scenario, vm, window * 0.8, start_s)
+    for seen in every:
+        if seen.vm == vm and seen.ts_ns <= end_ns and (keep is None or keep(seen.ip)):
+            frames.append((seen.ts_ns, ethernet(seen.ip)))
     frames.sort(key=lambda f: f[0])
     return frames

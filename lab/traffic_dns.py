@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, Any
 
+from lab.model import Vm
 from lab.network.dns import azure_answer
 from lab.network.results import DnsAnswer
 from lab.network.tags import AZURE_PLATFORM_IP
@@ -50,7 +51,7 @@ from lab.wire import (
 )
 
 if TYPE_CHECKING:
-    from lab.scenario import Scenario, Vm
+    from lab.model import Scenario
 
 DNS_PORT = 53
 MAX_LOOKUPS_PER_FLOW = 60
@@ -70,7 +71,8 @@ PLATFORM = ""
 def dns_names(scenario: Scenario, client: Vm) -> list[str]:
     """The names the client asks about: what its estate resolves, public names first (what
     applications use), then private zone records, then the VMs of its own VNet."""
-    names = list(scenario.public_dns)
+    names = [pe.target.fqdn for pe in scenario.private_endpoints]  # format 2: what apps ask
+    names += list(scenario.public_dns)
     for zone in scenario.private_dns_zones:
         names += [zone.name if rel == "@" else f"{rel}.{zone.name}" for rel in zone.records]
     names += [vm.name for vm in scenario.vms if vm.vnet == client.vnet and vm is not client]
@@ -163,7 +165,7 @@ def dns_flow_packets(scenario: Scenario, estate: Any, index: int, window_s: floa
                      start_s: float) -> list[Seen]:
     """Every packet of DNS flow ``index`` during the window, as each VM on its path saw it."""
     fw = flow_wire(scenario, estate, index, "udp")
-    if fw is None:
+    if fw is None or not isinstance(fw.src, Vm):  # an Internet client asks no VNet resolver
         return []
     flow, src, dst_vm, dst_ip, conn = fw.flow, fw.src, fw.dst_vm, fw.dst_ip, fw.conn
     forward, reverse = fw.forward, fw.reverse

@@ -8,6 +8,7 @@ the lines.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import UTC, datetime, timedelta
 from ipaddress import IPv4Address
@@ -16,12 +17,13 @@ from typing import Any
 
 import yaml
 
-from lab.scenario import ActivityEvent, Scenario, ScenarioError, Truth
+from lab.categories import category_problem, is_custom
+from lab.model import ActivityEvent, PrivateDnsZone, Scenario, ScenarioError, Truth
+from lab.model_v2 import DEFAULT_ENGINEER_IP, PrivateEndpoint
+from lab.validate_ctx import AGO_RE, AGO_UNITS, DOMAIN_RE, Ctx, kind_of
 from lab.validate_refs import check_references
+from lab.validate_refs_v2 import Parts, check_format2
 from lab.validate_sections import (
-    DOMAIN_RE,
-    Ctx,
-    kind_of,
     parse_faults,
     parse_nsgs,
     parse_route_tables,
@@ -30,17 +32,20 @@ from lab.validate_sections import (
     parse_vnets,
     parse_zones,
 )
-
-CATEGORIES = (
-    "nsg_deny", "nic_nsg_deny", "udr_blackhole", "udr_wrong_next_hop", "nva_down", "nva_loss",
-    "nva_reset", "peering_disconnected", "peering_forwarding_blocked", "private_dns_link_missing",
-    "custom_dns_broken", "vm_stopped", "service_down", "mtu_blackhole", "asymmetric_routing",
-    "extension_missing", "healthy",
+from lab.validate_v2 import (
+    V2_SECTIONS,
+    parse_firewalls,
+    parse_flow_logs,
+    parse_internet_hosts,
+    parse_load_balancers,
+    parse_nat_gateways,
+    parse_private_endpoints,
+    parse_storage_accounts,
 )
+
+FORMATS = (1, 2)
 SCENARIO_NAME_RE = re.compile(r"^[a-z0-9-]+$")
 GUID_RE = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
-AGO_RE = re.compile(r"^(\d+)([smhd])$")
-AGO_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 TOP_REQUIRED = ("format", "name", "title", "symptom", "subscription", "location", "now", "vnets",
                 "nsgs", "vms", "traffic", "truth")
 TOP_OPTIONAL = ("route_tables", "private_dns_zones", "public_dns", "faults", "activity_log",
@@ -127,7 +132,13 @@ def _truth(ctx: Ctx, top: dict[str, Any]) -> Truth | None:
                     ("category", "resources", "keywords", "red_herrings", "fix"))
     if d is None:
         return None
-    category = ctx.choice(d, "category", "truth", CATEGORIES)
+    category: str | None = None
+    if "category" in d:
+        problem = category_problem(d["category"], ctx.fmt)
+        if problem:
+            ctx.err("truth.category", problem)
+        else:
+            category = str(d["category"])
     lists: list[tuple[str, ...]] = []
     for key in ("resources", "keywords", "red_herrings"):
         vals = []
@@ -138,6 +149,9 @@ def _truth(ctx: Ctx, top: dict[str, Any]) -> Truth | None:
                 ctx.err(p, f"expected a non-empty string, got {kind_of(v)}")
         lists.append(tuple(vals))
     fix = ctx.string(d, "fix", "truth")
+    if category is not None and is_custom(category) and not (lists[0] or lists[1]):
+        ctx.err("truth.category", f"the custom category {category} needs at least one "
+                "keywords or resources entry (eval names the truth by them)")
     if category is None or fix is None:
         return None
     return Truth(category, lists[0], lists[1], lists[2], fix)
@@ -151,15 +165,30 @@ def _str_map(ctx: Ctx, top: dict[str, Any], key: str) -> dict[Any, Any]:
     return value
 
 
+def _with_zone_group_records(zones: list[PrivateDnsZone],
+                             pes: list[PrivateEndpoint]) -> list[PrivateDnsZone]:
+    """A private endpoint's zone group puts its A record in the zone (as Azure does)."""
+    out = []
+    for zone in zones:
+        records = dict(zone.records)
+        for pe in pes:
+            if zone.name.lower().rstrip(".") in (pe.zone_group or ()):
+                records[pe.target.name.lower()] = pe.ip
+        out.append(dataclasses.replace(zone, records=records) if records != zone.records
+                   else zone)
+    return out
+
+
 def build_scenario(data: Any, source: str, path: Path | None) -> Scenario:
     """Validate ``data`` and build the Scenario; ScenarioError lists every problem."""
-    ctx = Ctx(source)
-    top = ctx.mapping(data, "", TOP_REQUIRED, TOP_OPTIONAL)
+    fmt = data.get("format", 1) if isinstance(data, dict) else 1
+    ok_format = fmt in FORMATS and not isinstance(fmt, bool)
+    ctx = Ctx(source, fmt if ok_format else 1)
+    top = ctx.mapping(data, "", TOP_REQUIRED, TOP_OPTIONAL, V2_SECTIONS)
     if top is None:
         raise ScenarioError(ctx.errors)
-    fmt = top.get("format", 1)
-    if fmt != 1 or isinstance(fmt, bool):
-        ctx.err("format", f"{fmt!r} is not a supported format version (only 1)")
+    if not ok_format:
+        ctx.err("format", f"{fmt!r} is not a supported format version (1 or 2)")
     name = ctx.string(top, "name", "", SCENARIO_NAME_RE, "a scenario name ([a-z0-9-])")
     if name and path is not None and path.stem != name:
         ctx.err("name", f"{name!r} must match the file name ({path.stem})")
@@ -168,6 +197,7 @@ def build_scenario(data: Any, source: str, path: Path | None) -> Scenario:
     sub = ctx.string(top, "subscription", "", GUID_RE, "a subscription id (a GUID)")
     location = ctx.string(top, "location", "", re.compile(r"^[a-z0-9]+$"), "an Azure region")
     now = _now(ctx, top)
+    ctx.now = now
     vnets, nsgs, rts = parse_vnets(ctx, top), parse_nsgs(ctx, top), parse_route_tables(ctx, top)
     zones, vms = parse_zones(ctx, top), parse_vms(ctx, top)
     public_dns: dict[str, IPv4Address] = {}
@@ -194,15 +224,34 @@ def build_scenario(data: Any, source: str, path: Path | None) -> Scenario:
     ctx.names_unique(rts, "route table")
     ctx.names_unique(zones, "private DNS zone")
     ctx.names_unique(vms, "VM")
+    lbs, pes, fws = (parse_load_balancers(ctx, top), parse_private_endpoints(ctx, top),
+                     parse_firewalls(ctx, top))
+    ngws, accounts = parse_nat_gateways(ctx, top), parse_storage_accounts(ctx, top)
+    flow_logs, hosts = parse_flow_logs(ctx, top), parse_internet_hosts(ctx, top)
+    engineer = (ctx.address(top["engineer_ip"], "engineer_ip") if "engineer_ip" in top
+                else DEFAULT_ENGINEER_IP if ctx.fmt >= 2 else None)
+    for items, kind in ((lbs, "load balancer"), (pes, "private endpoint"), (fws, "firewall"),
+                        (ngws, "NAT gateway"), (accounts, "storage account")):
+        ctx.names_unique(items, kind)
     check_references(ctx, vnets, nsgs, rts, zones, vms, traffic, faults, vm_facts)
+    if ctx.fmt >= 2:
+        check_format2(ctx, Parts(vnets, zones, vms, traffic, faults, lbs, pes, fws, ngws,
+                                 flow_logs, {a.name for _, a in accounts}, hosts, engineer,
+                                 public_dns))
     if ctx.errors or not (name and title and symptom and sub and location and now and truth):
         raise ScenarioError(ctx.errors or [f"{source}: (top level): incomplete scenario"])
+    zone_list = _with_zone_group_records([z for _, z in zones], [pe for _, pe in pes])
     return Scenario(
-        path=path, format=1, name=name, title=title, symptom=symptom, subscription=sub,
+        path=path, format=ctx.fmt, name=name, title=title, symptom=symptom, subscription=sub,
         location=location, now=now, vnets=tuple(v for _, v in vnets),
         nsgs=tuple(n for _, n in nsgs), route_tables=tuple(r for _, r in rts),
-        private_dns_zones=tuple(z for _, z in zones), public_dns=public_dns,
+        private_dns_zones=tuple(zone_list), public_dns=public_dns,
         vms=tuple(v for _, v in vms), traffic=tuple(t for _, t in traffic),
         faults=tuple(f for _, f in faults), activity_log=tuple(activity), vm_facts=vm_facts,
         truth=truth, replay=replay,
+        load_balancers=tuple(x for _, x in lbs), private_endpoints=tuple(x for _, x in pes),
+        firewalls=tuple(x for _, x in fws), nat_gateways=tuple(x for _, x in ngws),
+        internet_hosts=hosts, engineer_ip=engineer,
+        storage_accounts=tuple(x for _, x in accounts),
+        flow_logs=tuple(x for _, x in flow_logs),
     )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from ipaddress import IPv4Address, ip_address
 from typing import TYPE_CHECKING, Any
 
-from lab.scenario import Fault, Nsg, PrivateDnsZone, RouteTable, Traffic, Vm, VNet
+from lab.model import Fault, Nsg, PrivateDnsZone, RouteTable, Traffic, Vm, VNet
 
 if TYPE_CHECKING:
-    from lab.validate_sections import Ctx
+    from lab.validate_ctx import Ctx
 
 
 def _fmt(nets: Any) -> str:
@@ -27,7 +27,8 @@ def check_references(ctx: Ctx, vnets: list[tuple[str, VNet]], nsgs: list[tuple[s
     _check_vms(ctx, vms, vnet_by_name, declared["nsg"])
     for path, zone in zones:
         seen: set[str] = set()
-        for i, link in enumerate(zone.linked_vnets):
+        links = [*zone.linked_vnets, *(v for v, _ in zone.link_windows)]
+        for i, link in enumerate(links):
             if link not in ctx.declared["vnet"]:
                 ctx.err(f"{path}.linked_vnets[{i}]", f"no VNet named {link!r} in vnets")
             elif link in seen:
@@ -35,7 +36,7 @@ def check_references(ctx: Ctx, vnets: list[tuple[str, VNet]], nsgs: list[tuple[s
             seen.add(link)
     held = {v.ip: v.name for _, v in vms}
     for path, t in traffic:
-        if t.source not in vm_names:
+        if t.source not in vm_names and ctx.fmt < 2:  # format 2: lab/validate_refs_v2.py
             ctx.err(f"{path}.from", f"no VM named {t.source!r} in vms")
         if t.to not in vm_names:
             try:
@@ -49,6 +50,8 @@ def check_references(ctx: Ctx, vnets: list[tuple[str, VNet]], nsgs: list[tuple[s
                 ctx.err(f"{path}.to", f"{addr} is held by VM {held[addr]}: name the VM instead")
     for path, f in faults:
         key = "vm" if f.kind == "no_listener" else "at"
+        if ctx.fmt >= 2 and f.kind in ("latency", "snat_exhaustion"):
+            continue  # may sit on a firewall or NAT gateway: lab/validate_refs_v2.py
         if f.at not in vm_names:
             ctx.err(f"{path}.{key}", f"no VM named {f.at!r} in vms")
     for key in vm_facts:

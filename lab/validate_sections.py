@@ -7,12 +7,10 @@ kind); lab/validate_refs.py checks what crosses sections.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from ipaddress import IPv4Address, IPv4Network, ip_address
+from ipaddress import IPv4Address, IPv4Network
 from typing import Any
 
-from lab.network.tags import parse_ports, parse_prefix, prefix_problem
-from lab.scenario import (
+from lab.model import (
     Fault,
     Nsg,
     NsgRule,
@@ -25,176 +23,22 @@ from lab.scenario import (
     Vm,
     VNet,
 )
+from lab.model_v2 import Active
+from lab.network.tags import parse_ports, prefix_problem
+from lab.validate_ctx import DOMAIN_RE, NAME_RE, Ctx, kind_of, parse_active, recent_ago
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-DOMAIN_RE = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.)*"
-                       r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$")
 FAULT_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # kind -> (required, optional)
     "loss": (("at", "percent"), ()),
     "reset": (("at", "after_bytes"), ()),
     "mtu": (("at", "mtu"), ("icmp_blocked",)),
     "latency": (("at", "ms"), ()),
     "no_listener": (("vm", "port"), ()),
+    "snat_exhaustion": (("at", "percent"), ()),  # format 2
 }
-MISSING = object()
-
-
-class Ctx:
-    """Collects error lines for one source."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.errors: list[str] = []
-        # names written in the file, even for entries dropped as broken: a reference to them
-        # is not reported again as dangling (one mistake, one line)
-        self.declared: dict[str, set[str]] = {
-            k: set() for k in ("vnet", "subnet", "nsg", "route_table", "zone", "vm")
-        }
-
-    def declare(self, kind: str, name: str | None) -> None:
-        if name:
-            self.declared[kind].add(name)
-
-    def err(self, path: str, problem: str) -> None:
-        self.errors.append(f"{self.source}: {path}: {problem}")
-
-    def mapping(self, value: Any, path: str, required: tuple[str, ...],
-                optional: tuple[str, ...] = ()) -> dict[str, Any] | None:
-        if not isinstance(value, dict):
-            self.err(path or "(top level)", f"expected a mapping, got {kind_of(value)}")
-            return None
-        allowed = required + optional
-        for key in value:
-            if key not in allowed:
-                self.err(join_path(path, str(key)),
-                         f"unknown key (expected one of: {', '.join(allowed)})")
-        for key in required:
-            if key not in value:
-                self.err(join_path(path, key), "required key is missing")
-        return value
-
-    def resources(self, top: dict[str, Any], key: str, kind: str, required: tuple[str, ...],
-                  optional: tuple[str, ...] = (), *, name_re: re.Pattern[str] = NAME_RE,
-                  name_what: str = "a valid resource name",
-                  ) -> Iterator[tuple[str, dict[str, Any], str | None, str | None]]:
-        """(path, fields, name, resource group) of each mapping in a top-level resource list;
-        the name is declared even when the entry is broken, so references to it stay quiet."""
-        for path, raw in self.items(top, key, ""):
-            d = self.mapping(raw, path, ("name", "resource_group", *required), optional)
-            if d is None:
-                continue
-            name = self.string(d, "name", path, name_re, name_what)
-            self.declare(kind, name)
-            rg = self.string(d, "resource_group", path, NAME_RE, "a valid resource group name")
-            yield path, d, name, rg
-
-    def items(self, data: dict[str, Any], key: str, path: str) -> list[tuple[str, Any]]:
-        """(path, item) for each entry of a list field; [] when absent or not a list."""
-        value = data.get(key, [])
-        p = join_path(path, key)
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            self.err(p, f"expected a list, got {kind_of(value)}")
-            return []
-        return [(f"{p}[{i}]", item) for i, item in enumerate(value)]
-
-    def string(self, data: dict[str, Any], key: str, path: str, pattern: re.Pattern[str] | None
-               = None, what: str = "", default: Any = MISSING) -> str | None:
-        value = data.get(key, default)
-        if value is MISSING or (value is None and default is None):
-            return None
-        p = join_path(path, key)
-        if not isinstance(value, str) or not value.strip():
-            self.err(p, f"expected a non-empty string, got {kind_of(value)}")
-            return None
-        if pattern is not None and not pattern.match(value):
-            self.err(p, f"{value!r} is not {what}")
-            return None
-        return value
-
-    def number(self, data: dict[str, Any], key: str, path: str, lo: float, hi: float,
-               integer: bool = True) -> Any:
-        value = data.get(key, MISSING)
-        if value is MISSING:
-            return None
-        p = join_path(path, key)
-        ok_types = (int,) if integer else (int, float)
-        if isinstance(value, bool) or not isinstance(value, ok_types):
-            self.err(p, f"expected {'an integer' if integer else 'a number'}, got {kind_of(value)}")
-            return None
-        if not lo <= value <= hi:
-            self.err(p, f"{value} is out of range ({lo:g}-{hi:g})")
-            return None
-        return value
-
-    def boolean(self, data: dict[str, Any], key: str, path: str, default: bool | None) -> Any:
-        value = data.get(key, default)
-        if value is None:
-            return None
-        if not isinstance(value, bool):
-            self.err(join_path(path, key), f"expected true or false, got {kind_of(value)}")
-            return default
-        return value
-
-    def choice(self, data: dict[str, Any], key: str, path: str, choices: tuple[str, ...],
-               default: Any = MISSING) -> str | None:
-        value = data.get(key, default)
-        if value is MISSING:
-            return None
-        if value not in choices:
-            self.err(join_path(path, key),
-                     f"{value!r} is not one of: {', '.join(choices)}")
-            return None
-        return str(value)
-
-    def network(self, value: Any, path: str) -> IPv4Network | None:
-        text = str(value) if isinstance(value, str) else None
-        net = parse_prefix(text) if text and "/" in text else None
-        if net is None:
-            problem = prefix_problem(text) if text and "/" in text else None
-            self.err(path, problem if problem and "host bits" in problem
-                     else f"not an IPv4 CIDR: {value}")
-        return net
-
-    def address(self, value: Any, path: str) -> IPv4Address | None:
-        try:
-            addr = ip_address(value) if isinstance(value, str) else None
-        except ValueError:
-            addr = None
-        if not isinstance(addr, IPv4Address):
-            self.err(path, f"not an IPv4 address: {value}")
-            return None
-        return addr
-
-    def names_unique(self, items: list[tuple[str, Any]], kind: str) -> None:
-        seen: dict[str, str] = {}
-        for path, obj in items:
-            name = getattr(obj, "name", None)
-            if name is None:
-                continue
-            key = name.lower() if kind == "private DNS zone" else name
-            if key in seen:
-                self.err(f"{path}.name", f"duplicate {kind} name {name!r} (also {seen[key]})")
-            else:
-                seen[key] = path
-
-
-def join_path(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def kind_of(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return f"{str(value).lower()}"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
-
+#: format 2's optional fault keys, per kind (``active`` on every kind)
+FAULT_KEYS_V2: dict[str, tuple[str, ...]] = {"latency": ("jitter_ms",)}
+FAULT_KINDS_V1 = ("loss", "reset", "mtu", "latency", "no_listener")
+SUBNET_POLICIES = ("Disabled", "Enabled", "NetworkSecurityGroupEnabled", "RouteTableEnabled")
 
 def parse_vnets(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, VNet]]:
     out: list[tuple[str, VNet]] = []
@@ -206,9 +50,12 @@ def parse_vnets(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, VNet]]:
         dns = [a for p, v in ctx.items(d, "dns_servers", path) if (a := ctx.address(v, p))]
         subnets: list[tuple[str, Subnet]] = []
         for spath, sraw in ctx.items(d, "subnets", path):
-            s = ctx.mapping(sraw, spath, ("name", "prefix"), ("nsg", "route_table"))
+            s = ctx.mapping(sraw, spath, ("name", "prefix"), ("nsg", "route_table"),
+                            v2=("private_endpoint_network_policies",))
             if s is None:
                 continue
+            policies = ctx.choice(s, "private_endpoint_network_policies", spath,
+                                  SUBNET_POLICIES, "Disabled") or "Disabled"
             sname = ctx.string(s, "name", spath, NAME_RE, "a valid resource name")
             ctx.declare("subnet", f"{name}/{sname}" if name and sname else None)
             prefix = ctx.network(s.get("prefix"), f"{spath}.prefix") if "prefix" in s else None
@@ -218,7 +65,7 @@ def parse_vnets(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, VNet]]:
             nsg = ctx.string(s, "nsg", spath, default=None)
             rt = ctx.string(s, "route_table", spath, default=None)
             if sname and prefix and name:
-                subnets.append((spath, Subnet(sname, name, prefix, nsg, rt)))
+                subnets.append((spath, Subnet(sname, name, prefix, nsg, rt, policies)))
         peerings: list[tuple[str, Peering]] = []
         for ppath, praw in ctx.items(d, "peerings", path):
             p = ctx.mapping(praw, ppath, ("name", "remote_vnet", "state"),
@@ -252,9 +99,10 @@ def parse_nsgs(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, Nsg]]:
         for rpath, rraw in ctx.items(d, "rules", path):
             r = ctx.mapping(rraw, rpath, ("name", "priority", "direction", "access", "protocol",
                                           "source", "source_ports", "destination",
-                                          "destination_ports"))
+                                          "destination_ports"), v2=("active",))
             if r is None:
                 continue
+            ok, active = parse_active(ctx, r, rpath)
             rname = ctx.string(r, "name", rpath, NAME_RE, "a valid rule name")
             prio = ctx.number(r, "priority", rpath, 100, 4096)
             direction = ctx.choice(r, "direction", rpath, ("Inbound", "Outbound"))
@@ -270,10 +118,11 @@ def parse_nsgs(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, Nsg]]:
                 else:
                     priorities[(direction, prio)] = (rpath, rname)
             values = (rname, prio, direction, access, proto, *addrs, *ports)
-            if all(v is not None for v in values):
+            if ok and all(v is not None for v in values):
                 rules.append((rpath, NsgRule(rname or "", int(prio), direction or "",
                                              access or "", proto or "", addrs[0] or "",
-                                             ports[0] or "", addrs[1] or "", ports[1] or "")))
+                                             ports[0] or "", addrs[1] or "", ports[1] or "",
+                                             active)))
         ctx.names_unique(rules, "rule")
         if name and rg:
             out.append((path, Nsg(name, rg, tuple(r for _, r in rules))))
@@ -309,9 +158,11 @@ def parse_route_tables(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, RouteTa
         routes: list[tuple[str, Route]] = []
         prefixes: dict[IPv4Network, str] = {}
         for rpath, rraw in ctx.items(d, "routes", path):
-            r = ctx.mapping(rraw, rpath, ("name", "prefix", "next_hop"), ("next_hop_ip",))
+            r = ctx.mapping(rraw, rpath, ("name", "prefix", "next_hop"), ("next_hop_ip",),
+                            v2=("active",))
             if r is None:
                 continue
+            ok, active = parse_active(ctx, r, rpath)
             rname = ctx.string(r, "name", rpath, NAME_RE, "a valid route name")
             prefix = ctx.network(r["prefix"], f"{rpath}.prefix") if "prefix" in r else None
             hop = r.get("next_hop")
@@ -335,8 +186,8 @@ def parse_route_tables(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, RouteTa
                 if prefix in prefixes:
                     ctx.err(f"{rpath}.prefix", f"{prefix} is already routed by {prefixes[prefix]}")
                 prefixes.setdefault(prefix, rpath)
-            if rname and prefix and hop and (hop != "VirtualAppliance" or hop_ip):
-                routes.append((rpath, Route(rname, prefix, hop, hop_ip)))
+            if ok and rname and prefix and hop and (hop != "VirtualAppliance" or hop_ip):
+                routes.append((rpath, Route(rname, prefix, hop, hop_ip, active)))
         ctx.names_unique(routes, "route")
         if name and rg:
             out.append((path, RouteTable(name, rg, tuple(r for _, r in routes))))
@@ -345,13 +196,27 @@ def parse_route_tables(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, RouteTa
 
 def parse_zones(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, PrivateDnsZone]]:
     out: list[tuple[str, PrivateDnsZone]] = []
-    for path, d, name, rg in ctx.resources(top, "private_dns_zones", "zone",
-                                           ("linked_vnets", "records"),
-                                           name_re=DOMAIN_RE, name_what="a DNS zone name"):
+    required = ("linked_vnets", "records") if ctx.fmt < 2 else ("linked_vnets",)
+    optional = () if ctx.fmt < 2 else ("records",)
+    for path, d, name, rg in ctx.resources(top, "private_dns_zones", "zone", required,
+                                           optional, name_re=DOMAIN_RE,
+                                           name_what="a DNS zone name"):
         links: list[str] = []
+        windows: list[tuple[str, Active]] = []
         for lp, v in ctx.items(d, "linked_vnets", path):
             if isinstance(v, str) and v:
                 links.append(v)
+            elif isinstance(v, dict) and ctx.fmt >= 2:
+                link = ctx.mapping(v, lp, ("vnet",), ("active",))
+                vnet = ctx.string(link, "vnet", lp) if link is not None else None
+                ok, active = parse_active(ctx, link, lp) if link is not None else (False, None)
+                if vnet and ok:
+                    if active is None:
+                        links.append(vnet)
+                    else:
+                        windows.append((vnet, active))
+            elif isinstance(v, dict):
+                ctx.err(lp, "a link with `active` needs `format: 2`")
             else:
                 ctx.err(lp, f"expected a VNet name, got {kind_of(v)}")
         records: dict[str, IPv4Address] = {}
@@ -367,7 +232,7 @@ def parse_zones(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, PrivateDnsZone
                 elif (addr := ctx.address(value, rp)) is not None:
                     records[key.lower()] = addr
         if name and rg:
-            out.append((path, PrivateDnsZone(name, rg, tuple(links), records)))
+            out.append((path, PrivateDnsZone(name, rg, tuple(links), records, tuple(windows))))
     return out
 
 
@@ -403,15 +268,20 @@ def parse_vms(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, Vm]]:
 def parse_traffic(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, Traffic]]:
     out: list[tuple[str, Traffic]] = []
     for path, raw in ctx.items(top, "traffic", ""):
-        d = ctx.mapping(raw, path, ("from", "to", "port", "rate"))
+        d = ctx.mapping(raw, path, ("from", "to", "port", "rate"), v2=("fqdn", "since"))
         if d is None:
             continue
         src = ctx.string(d, "from", path)
         to = ctx.string(d, "to", path)
         port = ctx.number(d, "port", path, 1, 65535)
         rate = ctx.number(d, "rate", path, 0.001, 1e6, integer=False)
+        fqdn = ctx.string(d, "fqdn", path, DOMAIN_RE, "a DNS name", default=None)
+        since = recent_ago(ctx, d["since"], f"{path}.since") if "since" in d else None
+        if "fqdn" in d and fqdn is None or "since" in d and since is None:
+            continue
         if src and to and port and rate:
-            out.append((path, Traffic(src, to, int(port), float(rate))))
+            out.append((path, Traffic(src, to, int(port), float(rate),
+                                      fqdn.lower() if fqdn else None, since)))
     return out
 
 
@@ -421,15 +291,22 @@ def parse_faults(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, Fault]]:
         if not isinstance(raw, dict):
             ctx.err(path, f"expected a mapping, got {kind_of(raw)}")
             continue
-        kind = ctx.choice(raw, "kind", path, tuple(FAULT_KEYS))
+        if ctx.fmt < 2 and raw.get("kind") == "snat_exhaustion":
+            ctx.err(f"{path}.kind", "'snat_exhaustion' needs `format: 2`")
+            continue
+        kinds = tuple(FAULT_KEYS) if ctx.fmt >= 2 else FAULT_KINDS_V1
+        kind = ctx.choice(raw, "kind", path, kinds)
         if "kind" not in raw:
             ctx.err(f"{path}.kind", "required key is missing")
         if kind is None:
             continue
         required, optional = FAULT_KEYS[kind]
-        d = ctx.mapping(raw, path, ("kind", *required), optional)
+        d = ctx.mapping(raw, path, ("kind", *required), optional,
+                        v2=(*FAULT_KEYS_V2.get(kind, ()), "active"))
         if d is None:
             continue
+        ok, active = parse_active(ctx, d, path)
+        jitter = ctx.number(d, "jitter_ms", path, 0, 60000, integer=False)
         at = ctx.string(d, "vm" if kind == "no_listener" else "at", path)
         percent = ctx.number(d, "percent", path, 0, 100, integer=False)
         after = ctx.number(d, "after_bytes", path, 0, 1 << 40)
@@ -437,6 +314,7 @@ def parse_faults(ctx: Ctx, top: dict[str, Any]) -> list[tuple[str, Fault]]:
         blocked = ctx.boolean(d, "icmp_blocked", path, True if kind == "mtu" else None)
         ms = ctx.number(d, "ms", path, 0, 60000, integer=False)
         port = ctx.number(d, "port", path, 1, 65535)
-        if at and all(d.get(k) is not None for k in required):
-            out.append((path, Fault(kind, at, percent, after, mtu, blocked, ms, port)))
+        if ok and at and all(d.get(k) is not None for k in required):
+            out.append((path, Fault(kind, at, percent, after, mtu, blocked, ms, port, jitter,
+                                    active)))
     return out

@@ -20,10 +20,17 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, Any
 
-from lab.packets import PROTO_ICMP, checksummed, icmp_message, ipv4_packet, with_ttl
+from lab.packets import (
+    PROTO_ICMP,
+    checksummed,
+    icmp_message,
+    ipv4_packet,
+    with_addresses,
+    with_ttl,
+)
 
 if TYPE_CHECKING:
-    from lab.scenario import Scenario, Traffic, Vm
+    from lab.model import Scenario, Traffic, Vm
 
 #: Linux's default TTL (net.ipv4.ip_default_ttl): what every lab host sends with
 INITIAL_TTL = 64
@@ -40,11 +47,13 @@ class Seen:
 
 @dataclass
 class Path:
-    """The hops a packet crosses in one direction, and whether it gets to the end."""
+    """The hops a packet crosses in one direction, and whether it gets to the end; ``views``
+    the addresses a hop sees when a load balancer or an SNAT rewrote them (format 2)."""
 
     hops: tuple[str, ...]
     delivered: bool
     one_way_s: float
+    views: tuple[Any, ...] = ()
 
 
 def ns(t: float) -> int:
@@ -68,7 +77,20 @@ def ttl_at_hop(sent_ttl: int, j: int) -> int:
 
 def path_of(delivery: Any, one_way_s: float) -> Path:
     """A model ``Delivery`` as the path the capture's packets walk."""
-    return Path(tuple(delivery.hops), bool(delivery.delivered), one_way_s)
+    views = tuple(getattr(delivery, "views", ()) or ())
+    sent = getattr(delivery, "sent", None)
+    if views and sent is not None:  # every hop's addresses, the unchanged ones as sent
+        views = tuple(v or sent for v in views)
+    return Path(tuple(delivery.hops), bool(delivery.delivered), one_way_s, views)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A flow's client: a VM of the estate, or (format 2) an Internet client."""
+
+    name: str
+    ip: IPv4Address
+    mtu: int = 1500
 
 
 @dataclass(frozen=True)
@@ -76,7 +98,7 @@ class FlowWire:
     """A traffic flow's two ends and the paths its packets walk, as the model connects them."""
 
     flow: Traffic
-    src: Vm
+    src: Vm | Endpoint
     dst_vm: Vm | None
     dst_ip: IPv4Address
     conn: Any
@@ -84,19 +106,34 @@ class FlowWire:
     reverse: Path | None
 
 
-def flow_wire(scenario: Scenario, estate: Any, index: int,
-              protocol: str = "tcp") -> FlowWire | None:
+def flow_wire(scenario: Scenario, estate: Any, index: int, protocol: str = "tcp",
+              choose: int = 0, src_port: int = 49152) -> FlowWire | None:
     """Flow ``index``'s ends and paths, or None when its source VM is not running (it sends
-    nothing); TCP and DNS flows share this so they agree on who talks to whom and how."""
+    nothing); TCP and DNS flows share this so they agree on who talks to whom and how.
+    ``choose`` picks the load balancer backend of this connection (format 2)."""
     flow = scenario.traffic[index]
-    src = scenario.vm(flow.source)
-    if src is None or src.power_state != "running":
-        return None
+    vm = scenario.vm(flow.source)
     dst_vm = scenario.vm(flow.to)
     dst_ip = dst_vm.ip if dst_vm is not None else IPv4Address(flow.to)
-    conn = estate.connect(flow.source, dst_ip, flow.port, protocol)
+    src: Vm | Endpoint
+    if vm is None and scenario.format >= 2:  # an Internet client
+        client = IPv4Address(flow.source)
+        src = Endpoint(flow.source, client)
+        conn = estate.connect_from(client, dst_ip, flow.port, protocol, choose=choose,
+                                   src_port=src_port)
+    elif vm is None or vm.power_state != "running":
+        return None
+    elif scenario.format >= 2:
+        src = vm
+        conn = estate.connect(flow.source, dst_ip, flow.port, protocol, fqdn=flow.fqdn,
+                              choose=choose, src_port=src_port)
+    else:
+        src = vm
+        conn = estate.connect(flow.source, dst_ip, flow.port, protocol)
     one_way = max(float(conn.rtt_ms), 0.2) / 2000.0
     reverse = path_of(conn.reverse, one_way) if conn.reverse is not None else None
+    if dst_vm is None and conn.forward.delivered and scenario.vm(conn.forward.hops[-1]):
+        dst_vm = scenario.vm(conn.forward.hops[-1])  # a load balancer's backend
     return FlowWire(flow, src, dst_vm, dst_ip, conn, path_of(conn.forward, one_way), reverse)
 
 
@@ -136,6 +173,8 @@ class Wire:
     reverse: Path | None
     ids: random.Random = field(kw_only=True)
     seen: list[Seen] = field(default_factory=list, kw_only=True)
+    jitter_rng: random.Random = field(default_factory=lambda: random.Random(0), kw_only=True)
+    fifo: dict[tuple[bool, int], float] = field(default_factory=dict, kw_only=True)
     counters: dict[str, int] = field(default_factory=dict, kw_only=True)
 
     def next_id(self, host: str) -> int:
@@ -154,9 +193,20 @@ class Wire:
             return False, t
         hops = path.hops
         step = path.one_way_s / max(1, len(hops) - 1)
+        extra = 0.0
         for j, hop in enumerate(hops):
-            at = t + j * step
+            extra += self._jitter(hop) if j > 0 else 0.0
+            at = t + j * step + extra
+            if extra:  # queues are FIFO: jitter delays packets but never reorders a direction
+                key = (from_client, j)
+                at = max(at, self.fifo.get(key, 0.0) + 1e-6)
+                extra = at - t - j * step
+                self.fifo[key] = at
             here = with_ttl(ip, ttl_at_hop(ip[8], j))
+            view = path.views[j] if j < len(path.views) else None
+            if view is not None:
+                here = with_addresses(here, view.src.packed, view.src_port, view.dst.packed,
+                                      view.dst_port)
             if j > 0 and self._dropped(hop, here, at, from_client):
                 return False, at
             self.seen.append(Seen(ns(at), hop, here))
@@ -166,7 +216,16 @@ class Wire:
                 return False, at
             if self._reset_by(hop, at):
                 return False, at
-        return path.delivered, t + path.one_way_s
+        return path.delivered, t + path.one_way_s + extra
+
+    def _jitter(self, hop: str) -> float:
+        """A latency fault's seeded jitter for one packet crossing ``hop`` (its ``ms`` is in
+        the path's one-way time already), format 2."""
+        extra = 0.0
+        for fault in faults_at(self.scenario, hop):
+            if fault.kind == "latency" and fault.jitter_ms:
+                extra += self.jitter_rng.uniform(0.0, float(fault.jitter_ms)) / 1000.0
+        return extra
 
     # hooks for the TCP conversation
     def _crossed(self, hop: str, payload_len: int) -> None:

@@ -181,6 +181,43 @@ step explains the symptom, and report the rule, route or link it names.
      /etc/resolv.conf). It runs on a production VM, so a second engineer must approve
      it; any other script is FORBIDDEN. If denied, pivot (see SPECIFIC PIVOTS).
   6. Capture (LEVEL 4) only when 1-5 look right but traffic still fails.
+  When the path holds more than VMs, read these parts at steps 2-5:
+  - Load balancer: az network lb show -g <rg> -n <lb> (frontend, pools, probes, rules) and
+      az monitor metrics list --resource <lb id> --metric DipAvailability --offset 1h
+      --filter "BackendIPAddress eq '*'"  (Health Probe Status per backend: 100 up, 0 down).
+    The health probe comes from 168.63.129.16 (tag AzureLoadBalancer) and is an inbound flow
+    like any other: test-ip-flow --direction Inbound --local <vm-ip>:<probe port>
+    --remote 168.63.129.16:<any port>. A custom deny-all rule above
+    AllowAzureLoadBalancerInBound (65001) blocks it even when the clients' own allow rule
+    passes; with every backend down the frontend drops every new flow silently. A probe port
+    nothing listens on is answered by RST (a capture shows it). A public Standard frontend is
+    closed unless the backends' NSGs admit the clients' source.
+  - Private endpoint: az network private-endpoint show -g <rg> -n <pe> (connection status
+    must be Approved: Pending/Rejected carry no traffic); az network private-endpoint
+    dns-zone-group list -g <rg> --endpoint-name <pe> (no zone group = no A record in the
+    privatelink.* zone; a zone linked to the client's VNet without the record answers
+    NXDOMAIN, it never falls back to the public address); az network vnet subnet show
+    (privateEndpointNetworkPolicies: the subnet's NSG applies to the endpoint only when
+    Enabled or NetworkSecurityGroupEnabled). The public name is a CNAME to the privatelink
+    name: dig shows both.
+  - Azure Firewall: show-next-hop says VirtualAppliance <firewall private IP>;
+    az network firewall show -g <rg> -n <fw> names its policy; az network firewall policy
+    rule-collection-group list -g <rg> --policy-name <policy> lists the rules. Network
+    rules first, then application rules (Http/Https/Mssql by FQDN), groups then collections
+    by priority; the first match decides; nothing matched = denied by default, dropped
+    silently (on 80/443 its proxy completes the handshake, then answers 470 or resets).
+    IP flow verify judges NSGs only, never the firewall.
+  - NAT gateway and SNAT: az network vnet subnet show (natGateway); az network nat gateway
+    show (64,512 SNAT ports per public IP); az monitor metrics list --resource <ngw id>
+    --metric SNATConnectionCount --filter "ConnectionState eq '*'": Failed > 0 = SNAT
+    exhaustion, a share of new connections fail (their SYNs are never answered).
+  - Flow logs (what the network did, minute by minute): az network watcher flow-log list
+    --location <region> names the storage account; az storage blob list / download
+    --auth-mode login --account-name <sa> --container-name insights-logs-flowlogflowevent
+    (one blob per NIC and hour), saved under the audit directory, then read with
+    ghost-forensics flowlogs <file or folder>. Tuples: D = denied (with the rule), B/E with
+    nothing received = sent and never answered. Read them after IP flow verify and before a
+    capture, and for an outage that is over: IP flow verify only sees now.
   Also: az network watcher test-connectivity -g <rg> --source-resource <vm>
   --dest-address <ip> --dest-port <port> walks the hops and reports where a
   connection stops; az network vnet peering list -g <rg> --vnet-name <vnet>:
@@ -219,7 +256,23 @@ Service unreachable (TCP reset)  run_shell_cmd       capture_traffic
 
 Worked yesterday, fails today    run_shell_cmd       run_shell_cmd
                                    (activity-log list) (show-next-hop,
-                                                        test-ip-flow)"""
+                                                        test-ip-flow)
+
+Load balancer frontend times out run_shell_cmd       run_shell_cmd
+  (backends look fine)             (lb show, metrics   (test-ip-flow from
+                                   DipAvailability)    168.63.129.16)
+
+Private endpoint name or port    run_shell_cmd       run_shell_cmd
+  fails (NXDOMAIN, timeout)        (private-endpoint   (dns-zone-group list,
+                                   show)               private-dns record-set)
+
+A share of Internet calls fail   run_shell_cmd       capture_traffic
+  (SNAT, firewall)                 (metrics SNAT...,   (SYNs unanswered)
+                                   firewall rules)
+
+Outage over, cause wanted        run_shell_cmd       run_shell_cmd
+                                   (activity-log,      (flow logs, metrics
+                                   metrics)            over the window)"""
 
 _FILE_READ = """\
 FILE READ RESTRICTION:

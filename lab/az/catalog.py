@@ -6,9 +6,8 @@ so every `az … show` of the lab fails like the real one.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from lab.az.errors import (
     AzError,
@@ -17,8 +16,9 @@ from lab.az.errors import (
     resource_not_found,
     usage_error,
 )
+from lab.model import Nsg, PrivateDnsZone, RouteTable, Scenario, Vm, VNet, stable_guid
+from lab.model_v2 import Firewall, LoadBalancer, NatGateway, PrivateEndpoint
 from lab.network import Estate
-from lab.scenario import Nsg, PrivateDnsZone, RouteTable, Scenario, Vm, VNet
 
 NETWORK = "Microsoft.Network"
 
@@ -35,7 +35,7 @@ T = TypeVar("T", bound=_Placed)
 
 def guid(*parts: str) -> str:
     """A stable GUID for a derived identifier (resourceGuid, vmId, correlation ids)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, "ghost-lab/" + "/".join(parts)))
+    return stable_guid(*parts)
 
 
 def same(a: str, b: str) -> bool:
@@ -46,8 +46,12 @@ class Catalog:
     """The scenario's resources, looked up as ARM would, plus the estate that answers paths."""
 
     def __init__(self, scenario: Scenario, estate: Estate) -> None:
-        self.scenario = scenario
+        # the estate at ``now`` (format 2's windows resolved); the whole timeline for flow
+        # logs and metrics
+        self.scenario = estate.scenario
+        self.timeline = estate.timeline
         self.estate = estate
+        self.cache: dict[str, Any] = {}  # computed once per runner: flow-log blobs, timeline
 
     @property
     def sub(self) -> str:
@@ -57,9 +61,12 @@ class Catalog:
         s = self.scenario
         seen: dict[str, str] = {}
         groups: Iterable[_Placed] = (*s.vnets, *s.nsgs, *s.route_tables, *s.private_dns_zones,
-                                     *s.vms)
+                                     *s.vms, *s.load_balancers, *s.private_endpoints,
+                                     *s.firewalls, *s.nat_gateways, *s.storage_accounts)
         for item in groups:
             seen.setdefault(item.resource_group.lower(), item.resource_group)
+        for pe in s.private_endpoints:  # the target's group exists too
+            seen.setdefault(pe.target.resource_group.lower(), pe.target.resource_group)
         return list(seen.values())
 
     def rg(self, name: str) -> str:
@@ -107,6 +114,26 @@ class Catalog:
             if same(vm.resource_group, group) and same(self.scenario.nic_name(vm), name):
                 return vm
         raise resource_not_found(f"{NETWORK}/networkInterfaces", name, group)
+
+    def lb(self, resource_group: str, name: str) -> LoadBalancer:
+        return self._find(self.scenario.load_balancers, resource_group, name, "loadBalancers")
+
+    def pe(self, resource_group: str, name: str) -> PrivateEndpoint:
+        return self._find(self.scenario.private_endpoints, resource_group, name,
+                          "privateEndpoints")
+
+    def firewall(self, resource_group: str, name: str) -> Firewall:
+        return self._find(self.scenario.firewalls, resource_group, name, "azureFirewalls")
+
+    def nat_gateway(self, resource_group: str, name: str) -> NatGateway:
+        return self._find(self.scenario.nat_gateways, resource_group, name, "natGateways")
+
+    def pe_nic(self, resource_group: str, name: str) -> PrivateEndpoint | None:
+        """The private endpoint whose NIC is ``name`` (None: not a private endpoint's NIC)."""
+        group = self.rg(resource_group)
+        return next((pe for pe in self.scenario.private_endpoints
+                     if same(pe.resource_group, group)
+                     and same(self.scenario.pe_nic_name(pe), name)), None)
 
     def vm_named(self, name: str) -> Vm | None:
         return next((v for v in self.scenario.vms if same(v.name, name)), None)

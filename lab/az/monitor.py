@@ -12,10 +12,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lab.az import resources as res
+from lab.az import resources_v2 as res2
 from lab.az.args import NAME, RG_OPTIONAL, Command, Parsed, opt
 from lab.az.catalog import Catalog, guid, parse_id, same
 from lab.az.errors import AzError, cloud_error, usage_error
-from lab.scenario import ActivityEvent
+from lab.model import ActivityEvent
 
 Json = dict[str, Any]
 _PERIOD = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$", re.IGNORECASE)
@@ -60,6 +61,8 @@ def _full_resources(cat: Catalog) -> list[Json]:
     out += [res.link_json(cat, z, v) for z in s.private_dns_zones for v in z.linked_vnets]
     out += [res.nic_json(cat, vm) for vm in s.vms]
     out += [res.vm_json(cat, vm) for vm in s.vms]
+    if s.format >= 2:
+        out += _format2_resources(cat)
     for vm in s.vms:
         if vm.network_watcher_extension:
             vid = s.vm_id(vm)
@@ -67,6 +70,27 @@ def _full_resources(cat: Catalog) -> list[Json]:
                         "location": s.location, "name": f"{vm.name}/{res.EXTENSION_NAME}",
                         "provisioningState": "Succeeded", "resourceGroup": vm.resource_group,
                         "type": "Microsoft.Compute/virtualMachines/extensions"})
+    return out
+
+
+def _format2_resources(cat: Catalog) -> list[Json]:
+    """What format 2 adds to ``az resource list``: load balancers, public IPs, private
+    endpoints and their NICs, firewalls and policies, NAT gateways, storage accounts, SQL
+    servers a private endpoint targets."""
+    s = cat.scenario
+    out = [res2.lb_json(cat, b) for b in s.load_balancers]
+    out += [res2.public_ip_json(cat, p, rg, owner) for p, rg, owner in s.public_ips()]
+    out += [res2.pe_json(cat, pe) for pe in s.private_endpoints]
+    out += [res2.pe_nic_json(cat, pe) for pe in s.private_endpoints]
+    out += [res2.firewall_json(cat, fw) for fw in s.firewalls]
+    out += [res2.policy_json(cat, fw) for fw in s.firewalls if fw.policy is not None]
+    out += [res2.nat_gateway_json(cat, n) for n in s.nat_gateways]
+    out += res2.storage_accounts(cat)
+    seen: set[str] = set()
+    for pe in s.private_endpoints:
+        if pe.target.kind == "sqlServer" and pe.target.name not in seen:
+            seen.add(pe.target.name)
+            out.append(res2.sql_server_json(cat, pe))
     return out
 
 
@@ -154,7 +178,8 @@ def _split_operation(operation: str) -> tuple[str, list[str]]:
 
 
 def event_resource_id(cat: Catalog, event: ActivityEvent) -> str:
-    known = cat.scenario.resource_id_for(event.resource)
+    # the whole timeline: a rule deleted since (format 2's ``active``) still has its id
+    known = cat.timeline.resource_id_for(event.resource)
     if known is not None:
         return known
     namespace, types = _split_operation(event.operation)

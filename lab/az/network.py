@@ -3,8 +3,8 @@ NICs, route tables and routes, private DNS zones, links and A record sets.
 
 Option names, required options and table layouts follow az (``--vnet-name``, ``--nsg-name``,
 ``--route-table-name``, ``-z/--zone-name``; the NSG rule and VNet tables are az's transformers).
-Kinds of resource the lab's estate never has (public IPs, load balancers, gateways, NAT
-gateways, application gateways) list as empty, which is what Azure answers for such an estate.
+Kinds of resource the lab's estate never has (application gateways, VPN gateways) list as
+empty, which is what Azure answers for such an estate; format 2's kinds are lab/az/network_v2.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from lab.az import resources as res
 from lab.az.args import RG, RG_OPTIONAL, Command, Parsed, opt
 from lab.az.catalog import Catalog, same
-from lab.scenario import PrivateDnsZone, VNet
+from lab.model import PrivateDnsZone, VNet
 
 ID_RG_NAME = (("resource_group", "resource_group"), ("name", "name"))
 ID_CHILD = (("resource_group", "resource_group"), ("name", "parent"), ("child_name_1", "name"))
@@ -129,17 +129,6 @@ def rule_show(cat: Catalog, a: Parsed) -> Any:
     rule = _named(cat, a, nsg.rules, lambda r: r.name,
                   f"{cat.scenario.nsg_id(nsg.name)}/securityRules")
     return res.rule_json(cat, nsg, rule)
-
-
-# -- NICs ----------------------------------------------------------------------------------
-
-
-def nic_list(cat: Catalog, a: Parsed) -> Any:
-    return [res.nic_json(cat, vm) for vm in cat.in_rg(cat.scenario.vms, a.text("resource_group"))]
-
-
-def nic_show(cat: Catalog, a: Parsed) -> Any:
-    return res.nic_json(cat, cat.nic(a.require("resource_group"), a.require("name")))
 
 
 # -- route tables --------------------------------------------------------------------------
@@ -274,7 +263,6 @@ COMMANDS: list[Command] = [
     *_pair("network nsg", nsg_list, nsg_show),
     *_pair("network nsg rule", rule_list, rule_show, parent=("--nsg-name",), table=_rule_table,
            list_extra=(opt("--include-default", dest="include_default", flag=True),)),
-    *_pair("network nic", nic_list, nic_show),
     *_pair("network route-table", rt_list, rt_show),
     *_pair("network route-table route", route_list, route_show,
            parent=("--route-table-name",)),
@@ -286,10 +274,7 @@ COMMANDS: list[Command] = [
     *_pair("network nic ip-config", ip_config_list, ip_config_show, parent=("--nic-name",)),
     Command(("network", "private-dns", "record-set", "list"),
             (RG, opt("--zone-name", "-z", dest="parent", required=True)), record_set_all),
-    Command(("network", "public-ip", "list"), (RG_OPTIONAL,), empty_list),
-    Command(("network", "lb", "list"), (RG_OPTIONAL,), empty_list),
     Command(("network", "application-gateway", "list"), (RG_OPTIONAL,), empty_list),
-    Command(("network", "nat", "gateway", "list"), (RG_OPTIONAL,), empty_list),
     Command(("network", "vnet-gateway", "list"), (RG,), empty_list),
     Command(("network", "watcher", "list"), (), watcher_list),
 ]

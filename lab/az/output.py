@@ -14,6 +14,7 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jmespath
@@ -22,6 +23,13 @@ import yaml
 from lab.az.errors import AzError
 
 TableTransformer = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Output az prints as it is, whatever ``-o`` says (a blob downloaded to stdout)."""
+
+    text: str
 _RG_IN_ID = re.compile(r"/resourceGroups/([^/]+)", re.IGNORECASE)
 _SKIP_KEYS = ("id", "type", "etag")
 
@@ -48,6 +56,8 @@ def apply_query(result: Any, query: str) -> Any:
 def render(result: Any, fmt: str, query: str | None = None,
            transformer: TableTransformer | None = None) -> str:
     """stdout for one result, as ``az … -o fmt [--query q]`` prints it."""
+    if isinstance(result, Raw):
+        return result.text
     if query is not None:
         result = apply_query(result, query)
     if result is None or fmt == "none":

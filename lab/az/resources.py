@@ -7,11 +7,11 @@ unset properties. ``resourceGroup`` on nested references is added later by the o
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from lab.az.catalog import Catalog, guid, same
-from lab.scenario import Nsg, NsgRule, Peering, PrivateDnsZone, Route, RouteTable, Subnet, Vm, VNet
+from lab.model import Nsg, NsgRule, Peering, PrivateDnsZone, Route, RouteTable, Subnet, Vm, VNet
+from lab.model_v2 import FIREWALL_SUBNET
 
 Json = dict[str, Any]
 SUCCEEDED = "Succeeded"
@@ -35,10 +35,9 @@ def ref(resource_id: str) -> Json:
     return {"id": resource_id}
 
 
-def mac_address(vm: Vm) -> str:
-    """A stable MAC in Azure's OUI (00-0D-3A), as az prints NIC MACs."""
-    digest = hashlib.sha256(vm.name.encode()).hexdigest().upper()
-    return "00-0D-3A-" + "-".join(digest[i:i + 2] for i in (0, 2, 4))
+def mac_address(cat: Catalog, vm: Vm) -> str:
+    """A stable MAC in Azure's OUI (00-0D-3A), as az prints NIC MACs (lab/model.py)."""
+    return cat.scenario.mac_address(cat.scenario.nic_id(vm), vm.name)
 
 
 def _base(cat: Catalog, resource_id: str, name: str, rtype: str, group: str,
@@ -62,6 +61,16 @@ def subnet_json(cat: Catalog, vnet: VNet, subnet: Subnet) -> Json:
                  "privateLinkServiceNetworkPolicies": "Enabled"})
     configs = [ref(f"{s.nic_id(vm)}/ipConfigurations/{s.ip_config_name(vm)}")
                for vm in s.vms if same(vm.vnet, vnet.name) and same(vm.subnet, subnet.name)]
+    if s.format >= 2:
+        body["privateEndpointNetworkPolicies"] = subnet.private_endpoint_network_policies
+        configs += _format2_configs(cat, vnet, subnet)
+        pes = [ref(s.pe_id(pe)) for pe in s.private_endpoints
+               if pe.vnet == vnet.name and pe.subnet == subnet.name]
+        if pes:
+            body["privateEndpoints"] = pes
+        ngw = s.nat_gateway_of(vnet.name, subnet.name)
+        if ngw is not None:
+            body["natGateway"] = ref(s.nat_gateway_id(ngw))
     if configs:
         body["ipConfigurations"] = configs
     if subnet.nsg:
@@ -69,6 +78,20 @@ def subnet_json(cat: Catalog, vnet: VNet, subnet: Subnet) -> Json:
     if subnet.route_table:
         body["routeTable"] = ref(s.route_table_id(subnet.route_table))
     return body
+
+
+def _format2_configs(cat: Catalog, vnet: VNet, subnet: Subnet) -> list[Json]:
+    """IP configurations format 2 puts in a subnet: private endpoint NICs, internal load
+    balancer frontends, the firewall's first IP configuration."""
+    s = cat.scenario
+    out = [ref(f"{s.pe_nic_id(pe)}/ipConfigurations/{s.pe_ip_config_name(pe)}")
+           for pe in s.private_endpoints if pe.vnet == vnet.name and pe.subnet == subnet.name]
+    out += [ref(s.lb_child_id(b, "frontendIPConfigurations", b.frontend.name))
+            for b in s.load_balancers if b.frontend.vnet == vnet.name
+            and b.frontend.subnet == subnet.name]
+    out += [ref(f"{s.firewall_id(fw)}/azureFirewallIpConfigurations/{fw.public_ips[0].name}")
+            for fw in s.firewalls if fw.vnet == vnet.name and subnet.name == FIREWALL_SUBNET]
+    return out
 
 
 def peering_json(cat: Catalog, vnet: VNet, peering: Peering) -> Json:
@@ -256,6 +279,10 @@ def nic_json(cat: Catalog, vm: Vm) -> Json:
     config.update({"primary": True, "privateIPAddress": str(vm.ip),
                    "privateIPAddressVersion": "IPv4", "privateIPAllocationMethod": "Static",
                    "subnet": ref(s.subnet_id(vm.vnet, vm.subnet))})
+    pools = [ref(s.lb_child_id(b, "backendAddressPools", p.name)) for b in s.load_balancers
+             for p in b.pools if vm.name in p.vms]
+    if pools:
+        config["loadBalancerBackendAddressPools"] = pools
     body = _base(cat, nic_id, s.nic_name(vm), "Microsoft.Network/networkInterfaces",
                  vm.resource_group, s.location)
     body.update({
@@ -269,7 +296,7 @@ def nic_json(cat: Catalog, vm: Vm) -> Json:
         "enableIPForwarding": vm.ip_forwarding,
         "hostedWorkloads": [],
         "ipConfigurations": [config],
-        "macAddress": mac_address(vm),
+        "macAddress": mac_address(cat, vm),
         "nicType": "Standard",
         "primary": True,
         "resourceGuid": guid(nic_id),
@@ -312,7 +339,7 @@ def vm_json(cat: Catalog, vm: Vm, details: bool = False) -> Json:
     if vm.network_watcher_extension:
         body["resources"] = [{"id": f"{vid}/extensions/{EXTENSION_NAME}"}]
     if details:
-        body.update({"fqdns": "", "macAddresses": mac_address(vm),
+        body.update({"fqdns": "", "macAddresses": mac_address(cat, vm),
                      "powerState": POWER_TEXT.get(vm.power_state, vm.power_state),
                      "privateIps": str(vm.ip), "publicIps": ""})
     return body

@@ -17,10 +17,10 @@ from lab.az import resources as res
 from lab.az.args import NAME, RG, RG_OPTIONAL, Command, Parsed, opt
 from lab.az.catalog import Catalog, same
 from lab.az.errors import cloud_error
+from lab.model import Vm
 from lab.network import NotModelled
 from lab.probes.common import Vantage
 from lab.probes.script import run_script
-from lab.scenario import Vm
 
 ID_RG_NAME = (("resource_group", "resource_group"), ("name", "name"))
 VM_NAME = opt("--vm-name", dest="vm_name", required=True)

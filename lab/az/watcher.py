@@ -16,9 +16,9 @@ from typing import Any
 from lab.az.args import RG, RG_OPTIONAL, Command, Parsed, opt
 from lab.az.catalog import Catalog, guid, parse_id
 from lab.az.errors import cloud_error, usage_error
+from lab.model import Vm
 from lab.network import Connection, EffectiveNsg, NotModelled
-from lab.probes.common import as_ip
-from lab.scenario import Vm
+from lab.probes.common import as_ip, loss_rate
 
 Json = dict[str, Any]
 ID_RG_NAME = (("resource_group", "resource_group"), ("name", "name"))
@@ -221,12 +221,24 @@ def _hop(cat: Catalog, name_or_ip: str, kind: str) -> Json:
     """One hop; the source names its VM, later hops the NIC IP configuration they reach."""
     s = cat.scenario
     vm = s.vm(name_or_ip)
-    hop: Json = {"address": str(vm.ip) if vm else name_or_ip, "id": guid("hop", name_or_ip),
+    address, resource = (str(vm.ip) if vm else name_or_ip), None
+    if vm is None and s.format >= 2:  # format 2's other hops: a firewall, a private endpoint
+        fw, pe = s.firewall(name_or_ip), s.pe(name_or_ip)
+        if fw is not None:
+            address = str(fw.private_ip)
+            resource = (f"{s.firewall_id(fw)}/azureFirewallIpConfigurations/"
+                        f"{fw.public_ips[0].name}")
+        elif pe is not None:
+            address = str(pe.ip)
+            resource = f"{s.pe_nic_id(pe)}/ipConfigurations/{s.pe_ip_config_name(pe)}"
+    hop: Json = {"address": address, "id": guid("hop", name_or_ip),
                  "issues": [], "links": [], "nextHopIds": [], "previousHopIds": [],
                  "previousLinks": [], "type": kind}
     if vm is not None:
         hop["resourceId"] = (s.vm_id(vm) if kind == "Source" else
                              f"{s.nic_id(vm)}/ipConfigurations/{s.ip_config_name(vm)}")
+    elif resource is not None:
+        hop["resourceId"] = resource
     return hop
 
 
@@ -257,9 +269,35 @@ def test_connectivity(cat: Catalog, a: Parsed) -> Any:
                 return _result("Unreachable", [hop], 0.0, 66, 66)
             ip = answer.addresses[0]
         dst_ip, label = ip, dest_address
+    name = dest_address if dest_address and as_ip(dest_address) is None else None
     conn = (cat.estate.ping(src.name, dst_ip) if protocol == "Icmp" else
-            cat.estate.connect(src.name, dst_ip, int(port_text or "0"), "tcp"))
+            cat.estate.connect(src.name, dst_ip, int(port_text or "0"), "tcp", fqdn=name))
     return _connectivity(cat, src, dst_ip, label, conn)
+
+
+def _hops_v2(cat: Catalog, names: list[str], fwd: Any) -> list[Json]:
+    """Format 2's hops: forwarding VMs and firewalls are VirtualAppliance, the end VnetLocal
+    (a VM, a load balancer's backend, a private endpoint) or Internet; a NAT gateway is part
+    of the platform, not a hop."""
+    s = cat.scenario
+    hops = []
+    last = len(names) - 1
+    for n, name in enumerate(names):
+        if s.nat_gateway(name) is not None:
+            continue
+        if n == 0:
+            kind = "Source"
+        elif s.firewall(name) is not None or (n < last and s.vm(name) is not None):
+            kind = "VirtualAppliance"
+        elif s.vm(name) is None and s.pe(name) is None:
+            kind = "Internet"
+        else:
+            kind = "VnetLocal"
+        hops.append(_hop(cat, name, kind))
+    if not fwd.delivered and fwd.drop_kind == "no_outbound":
+        hops[-1]["issues"].append(_issue("Platform", "Outbound", [
+            ("Reason", "No outbound connectivity: no NAT gateway or firewall")]))
+    return hops
 
 
 def _connectivity(cat: Catalog, src: Vm, dst_ip: IPv4Address, label: str,
@@ -267,14 +305,18 @@ def _connectivity(cat: Catalog, src: Vm, dst_ip: IPv4Address, label: str,
     names = list(conn.forward.hops) or [src.name]
     if conn.forward.dropped_at and conn.forward.dropped_at not in names:
         names.append(conn.forward.dropped_at)
-    hops = []
-    for n, name in enumerate(names):
-        vm = cat.scenario.vm(name)
-        kind = ("Source" if n == 0 else
-                "VirtualAppliance" if vm and vm.ip != dst_ip else "VnetLocal")
-        hops.append(_hop(cat, name, kind))
     fwd = conn.forward
-    if cat.scenario.vm_by_ip(dst_ip) is None and (fwd.delivered or fwd.drop_kind == "no_host"):
+    if cat.scenario.format >= 2:
+        hops = _hops_v2(cat, names, fwd)
+    else:
+        hops = []
+        for n, name in enumerate(names):
+            vm = cat.scenario.vm(name)
+            kind = ("Source" if n == 0 else
+                    "VirtualAppliance" if vm and vm.ip != dst_ip else "VnetLocal")
+            hops.append(_hop(cat, name, kind))
+    if cat.scenario.format < 2 and cat.scenario.vm_by_ip(dst_ip) is None and (
+            fwd.delivered or fwd.drop_kind == "no_host"):
         internet = fwd.delivered or "Internet" in (fwd.reason or "")
         hops.append(_hop(cat, str(dst_ip), "Internet" if internet else "VnetLocal"))
     issue = None if fwd.drop_kind == "no_host" else _drop_issue(conn, src)
@@ -284,7 +326,6 @@ def _connectivity(cat: Catalog, src: Vm, dst_ip: IPv4Address, label: str,
         here["nextHopIds"] = [nxt["id"]]
         nxt["previousHopIds"] = [here["id"]]
     ok = conn.outcome == "connected"
-    from lab.probes.common import loss_rate
     failed = round(66 * loss_rate(conn.faults)) if ok else 66
     return _result("Reachable" if ok else "Unreachable", hops, conn.rtt_ms, 66, failed)
 

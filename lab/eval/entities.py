@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lab.eval.entities_v2 import add_format2
+
 if TYPE_CHECKING:
     from lab.scenario import Scenario
 
@@ -87,6 +89,7 @@ def vocabulary(scenario: Scenario) -> Vocabulary:
         _add(table, ip, address(ip))
     for flow in scenario.traffic:
         _add(table, flow.to, address(flow.to) if flow.to[:1].isdigit() else f"vm:{flow.to}")
+    add_format2(_add, table, scenario)
     aliases = {alias: frozenset(keys) for alias, keys in table.items()}
     return Vocabulary(aliases, _pattern(aliases))
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from ipaddress import IPv4Address
 
+from lab.model import PrivateDnsZone, Scenario
+from lab.model_v2 import PeTarget
 from lab.network.results import DnsAnswer
 from lab.network.tags import AZURE_PLATFORM_IP
-from lab.scenario import PrivateDnsZone, Scenario
 
 AZURE_DNS = str(AZURE_PLATFORM_IP)
 LOCAL_RESOLVER = "127.0.0.53"  # the engineer's machine (systemd-resolved's stub)
@@ -46,8 +47,18 @@ def _from_zone(z: PrivateDnsZone, q: str, server: str, cname: str | None) -> Dns
     return DnsAnswer("NOERROR", (addr,), server, cname, z.name)
 
 
+def _pe_target(s: Scenario, q: str) -> PeTarget | None:
+    """Format 2: the private endpoint target whose FQDN or privatelink name ``q`` is."""
+    return next((pe.target for pe in s.private_endpoints
+                 if q in (pe.target.fqdn, pe.target.privatelink_fqdn)), None)
+
+
 def _alias(s: Scenario, q: str) -> str | None:
-    """``host.privatelink.rest`` when the scenario has a zone ``privatelink.rest``."""
+    """``host.privatelink.rest`` when the scenario has a zone ``privatelink.rest``, or when
+    ``q`` is a private endpoint target's FQDN (its public CNAME, format 2)."""
+    target = _pe_target(s, q) if s.format >= 2 else None
+    if target is not None:
+        return target.privatelink_fqdn if q == target.fqdn else None
     host, _, rest = q.partition(".")
     if not rest or host == "privatelink" or rest.startswith("privatelink."):
         return None
@@ -58,6 +69,9 @@ def _alias(s: Scenario, q: str) -> str | None:
 def public_answer(s: Scenario, q: str, server: str) -> DnsAnswer:
     """What resolvers outside every VNet get."""
     alias = _alias(s, q)
+    target = _pe_target(s, q) if s.format >= 2 else None
+    if target is not None:  # CNAME to the privatelink name, which resolves to the public IP
+        return DnsAnswer("NOERROR", (target.public_ip,), server, alias)
     addr = s.public_dns.get(q) or (s.public_dns.get(alias) if alias else None)
     if addr is None and ".privatelink." in q:  # publicly a privatelink name aliases the public one
         addr = s.public_dns.get(q.replace(".privatelink.", ".", 1))

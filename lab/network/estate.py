@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address, ip_address
 
+from lab.model import Scenario, Vm
 from lab.network import dns, nsg, paths, routes
 from lab.network.results import (
     Connection,
@@ -23,7 +24,6 @@ from lab.network.results import (
 )
 from lab.network.tags import AZURE_PLATFORM_IP
 from lab.network.topology import subnet_of
-from lab.scenario import Scenario, Vm
 
 IpLike = str | IPv4Address
 
@@ -39,8 +39,12 @@ def _ip(value: IpLike) -> IPv4Address:
 
 
 class Estate:
+    """Answers for the estate as it stands at the scenario's ``now`` (format 2's time windows
+    resolved); ``timeline`` is the whole scenario, for flow logs and metrics."""
+
     def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
+        self.timeline = scenario
+        self.scenario = scenario.at(scenario.now)
 
     def _vm(self, name: str) -> Vm:
         vm = self.scenario.vm(name)
@@ -65,9 +69,22 @@ class Estate:
             return True
         if any(addr in z.records.values() for z in s.private_dns_zones):
             return True
-        if any(t.to == str(addr) for t in s.traffic):
+        if any(t.to == str(addr) or t.source == str(addr) for t in s.traffic):
             return True
-        return any(r.next_hop_ip == addr for t in s.route_tables for r in t.routes)
+        if any(r.next_hop_ip == addr for t in s.route_tables for r in t.routes):
+            return True
+        return s.format >= 2 and addr in self._format2_addresses()
+
+    def _format2_addresses(self) -> set[IPv4Address]:
+        s = self.scenario
+        found = {b.frontend.ip for b in s.load_balancers}
+        found |= {p.ip for p in s.private_endpoints} | {p.target.public_ip
+                                                        for p in s.private_endpoints}
+        found |= {f.private_ip for f in s.firewalls} | {p.ip for p, _, _ in s.public_ips()}
+        found |= set(s.internet_hosts)
+        if s.engineer_ip is not None:
+            found.add(s.engineer_ip)
+        return found
 
     # -- NSGs -------------------------------------------------------------------------------
 
@@ -111,28 +128,63 @@ class Estate:
     def _outside(self, dst: IPv4Address) -> Delivery:
         if not self.is_scenario_address(dst):
             raise NotModelled(f"{dst} is not an address of scenario {self.scenario.name}")
-        return Delivery(False, (), None, "the engineer's machine is outside every VNet and "
-                        "the estate has no public IPs", "outside")
+        public = " outside its public endpoints" if self.scenario.format >= 2 else (
+            " and the estate has no public IPs")
+        return Delivery(False, (), None, "the engineer's machine is outside every VNet"
+                        + public, "outside")
+
+    def _from_engineer(self, dst: IPv4Address, port: int | None,
+                       protocol: str) -> Connection:
+        """Format 2: the engineer reaches public endpoints from ``engineer_ip``."""
+        s = self.scenario
+        if s.format >= 2 and s.engineer_ip is not None:
+            conn = paths.connect_inbound(s, s.engineer_ip, dst, port, protocol)
+            if conn is not None:
+                return conn
+        return Connection("timeout", self._outside(dst), None, (), 0.0)
 
     def deliver(self, src_vm: str | None, dst_ip: IpLike, protocol: str, dst_port: int | None,
                 src_port: int = 49152) -> Delivery:
         dst = _ip(dst_ip)
         if src_vm is None:
-            return self._outside(dst)
+            return self._from_engineer(dst, dst_port, protocol.lower()).forward
         return paths.deliver(self.scenario, self._vm(src_vm), dst, protocol.lower(), dst_port,
                              src_port)
 
     def connect(self, src_vm: str | None, dst_ip: IpLike, port: int,
-                protocol: str = "tcp") -> Connection:
+                protocol: str = "tcp", *, fqdn: str | None = None,
+                choose: int = 0, src_port: int = 49152) -> Connection:
+        """A connection from a VM (None: the engineer's machine); ``fqdn`` is the name the
+        client asked for (an Azure Firewall's application rules match it), ``choose`` picks
+        a load balancer's backend among the up ones (0: the first)."""
         dst = _ip(dst_ip)
-        if src_vm is None:
-            return Connection("timeout", self._outside(dst), None, (), 0.0)
         proto = protocol.lower()
-        return paths.connect(self.scenario, self._vm(src_vm), dst,
-                             None if proto == "icmp" else port, proto)
+        port_or_none = None if proto == "icmp" else port
+        if src_vm is None:
+            return self._from_engineer(dst, port_or_none, proto)
+        return paths.connect(self.scenario, self._vm(src_vm), dst, port_or_none, proto,
+                             src_port, fqdn=fqdn if fqdn is not None else self.default_fqdn(dst),
+                             choose=choose)
+
+    def connect_from(self, client: IpLike, dst_ip: IpLike, port: int, protocol: str = "tcp",
+                     *, src_port: int = 49152, choose: int = 0) -> Connection:
+        """An Internet client's connection (format 2's ``traffic`` from a public address)."""
+        dst, proto = _ip(dst_ip), protocol.lower()
+        conn = paths.connect_inbound(self.scenario, _ip(client), dst,
+                                     None if proto == "icmp" else port, proto, src_port, choose)
+        if conn is None:
+            return Connection("timeout", Delivery(False, (str(client),), None, f"no host "
+                              f"answers at {dst} from the Internet", "no_host"), None, (), 0.0)
+        return conn
+
+    def default_fqdn(self, dst: IPv4Address) -> str | None:
+        """The name a client asked for when none is given: the only public DNS name of the
+        destination *(lab)*."""
+        names = [n for n, a in self.scenario.public_dns.items() if a == dst]
+        return names[0] if len(names) == 1 else None
 
     def ping(self, src_vm: str | None, dst_ip: IpLike) -> Connection:
         dst = _ip(dst_ip)
         if src_vm is None:
-            return Connection("timeout", self._outside(dst), None, (), 0.0)
+            return self._from_engineer(dst, None, "icmp")
         return paths.connect(self.scenario, self._vm(src_vm), dst, None, "icmp")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
+from lab.model import Nsg, NsgRule, Scenario, Vm
 from lab.network.results import EffectiveNsg, EffectiveNsgRule, FlowVerdict
 from lab.network.tags import is_internet, port_matches, port_ranges_text
 from lab.network.topology import subnet_of, tag_prefixes, virtual_network_tag
-from lab.scenario import Nsg, NsgRule, Scenario, Vm
 
 DEFAULT_RULES: tuple[NsgRule, ...] = (
     NsgRule("AllowVnetInBound", 65000, "Inbound", "Allow", "*", "VirtualNetwork", "*",

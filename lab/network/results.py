@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from lab.scenario import Fault
+from lab.model import Fault
 
 
 class NotModelled(Exception):
@@ -77,14 +77,39 @@ class DnsAnswer:
 
 
 @dataclass(frozen=True)
+class HopView:
+    """A packet's addresses as one hop sees them (after a load balancer's DNAT or an SNAT)."""
+
+    src: IPv4Address
+    src_port: int | None
+    dst: IPv4Address
+    dst_port: int | None
+
+
+@dataclass(frozen=True)
 class Delivery:
-    """One packet's fate from a VM towards an address."""
+    """One packet's fate from a VM (or an Internet client) towards an address."""
 
     delivered: bool
     hops: tuple[str, ...]  # VM guests that saw the packet: src first, NVAs, dst last if delivered
     dropped_at: str | None  # the VM whose NSG/route/state dropped it (None: nowhere to go)
     reason: str | None  # e.g. "nsg-data/securityRules/deny-web-to-redis", "route None (rt-a/r)"
     drop_kind: str | None  # nsg|route_none|no_forwarding|vm_down|no_host|loop|peering|outside
+    # format 2: firewall | lb_down | lb_no_rule | pe_refused | no_outbound
+    # format 2 (empty/None in format 1): hops also name firewalls, NAT gateways, private
+    # endpoints and Internet addresses; ``views`` the addresses each hop saw when a load
+    # balancer or an SNAT changed them (None: as sent)
+    views: tuple[HopView | None, ...] = ()
+    target: str | None = None  # vm | pe | internet | pe_public | platform
+    snat: str | None = None  # the NAT gateway or firewall that translated the source
+    firewall: str | None = None  # "afw-hub: network rule rcg/coll/rule" (the deciding rule)
+    proxy: str | None = None  # the firewall whose proxy answered the handshake (80/443)
+    lb: str | None = None  # the load balancer that chose the backend
+    sent: HopView | None = None  # the addresses as the sender wrote them (with ``views``)
+    last: HopView | None = None  # the addresses where it was delivered or dropped
+
+    def view_at(self, i: int) -> HopView | None:
+        return self.views[i] if i < len(self.views) else None
 
 
 @dataclass(frozen=True)
@@ -95,3 +120,4 @@ class Connection:
     faults: tuple[Fault, ...]  # loss/reset/mtu/latency faults on VMs of either path
     rtt_ms: float
     asymmetric_at: str | None = None  # a forwarding NVA that saw only one direction
+    refused_by_proxy: str | None = None  # format 2: the firewall denied it after the handshake

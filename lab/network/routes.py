@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
+from lab.model import Route, Scenario, Subnet
 from lab.network.results import EffectiveRoute, NextHop
 from lab.network.tags import NONE_ROUTE_PREFIXES
 from lab.network.topology import connected_peers, route_table_of
-from lab.scenario import Scenario, Subnet
 
 DEFAULT_ROUTE = IPv4Network("0.0.0.0/0")
 
@@ -48,10 +48,37 @@ def route_entries(s: Scenario, subnet: Subnet) -> list[RouteEntry]:
             if not any(p == none or p.supernet_of(none) for p in covered):
                 system.append((none, "None"))
     entries = [RouteEntry(p, hop, None, "Default", p not in user_prefixes) for p, hop in system]
+    entries += _endpoint_routes(s, subnet, user_routes)
     if table is not None:
         entries += [RouteEntry(r.prefix, r.next_hop, r.next_hop_ip, "User", True, r.name,
                                table.name) for r in user_routes]
     return entries
+
+
+def _endpoint_routes(s: Scenario, subnet: Subnet,
+                    user_routes: tuple[Route, ...]) -> list[RouteEntry]:
+    """Format 2: each private endpoint's ``/32``, next hop InterfaceEndpoint, in every subnet
+    of its VNet and of VNets peered with it (Connected both sides). With RouteTableEnabled or
+    Enabled on the endpoint's subnet, a user route that contains the address with a prefix at
+    least as long as the VNet's makes it Invalid (0.0.0.0/0 never does)."""
+    if s.format < 2 or not s.private_endpoints:
+        return []
+    seen = {subnet.vnet, *(v.name for v in connected_peers(s, subnet.vnet))}
+    out = []
+    for pe in s.private_endpoints:
+        if pe.vnet not in seen:
+            continue
+        vnet = s.vnet(pe.vnet)
+        pe_subnet = s.subnet(pe.vnet, pe.subnet)
+        policy = pe_subnet.private_endpoint_network_policies if pe_subnet else "Disabled"
+        space = [p for p in (vnet.address_space if vnet else ()) if pe.ip in p]
+        shortest = min((p.prefixlen for p in space), default=32)
+        overridden = policy in ("RouteTableEnabled", "Enabled") and any(
+            pe.ip in r.prefix and r.prefix.prefixlen >= shortest and r.prefix != DEFAULT_ROUTE
+            for r in user_routes)
+        out.append(RouteEntry(IPv4Network(f"{pe.ip}/32"), "InterfaceEndpoint", None, "Default",
+                              not overridden))
+    return out
 
 
 def lookup(s: Scenario, subnet: Subnet, dst: IPv4Address) -> RouteEntry | None:
@@ -88,4 +115,5 @@ def next_hop(s: Scenario, subnet: Subnet, dst: IPv4Address) -> NextHop:
     if e is None:  # pragma: no cover - 0.0.0.0/0 is always present, Active or overridden
         return NextHop("None", None, "System Route")
     table_id = s.route_table_id(e.table) if e.source == "User" and e.table else "System Route"
-    return NextHop(e.next_hop_type, str(e.next_hop_ip) if e.next_hop_ip else None, table_id)
+    hop = "VnetLocal" if e.next_hop_type == "InterfaceEndpoint" else e.next_hop_type  # (lab)
+    return NextHop(hop, str(e.next_hop_ip) if e.next_hop_ip else None, table_id)

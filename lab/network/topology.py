@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network
 
+from lab.model import Peering, RouteTable, Scenario, Subnet, Vm, VNet
 from lab.network.tags import AZURE_PLATFORM_IP, internet_prefixes
-from lab.scenario import Peering, RouteTable, Scenario, Subnet, Vm, VNet
 
 
 def peering(s: Scenario, vnet: str, remote: str) -> Peering | None:

@@ -16,8 +16,8 @@ from ipaddress import IPv4Address, ip_address
 from typing import TypeVar
 
 from lab.az.catalog import Catalog
+from lab.model import Fault, Vm
 from lab.network import DnsAnswer, NotModelled
-from lab.scenario import Fault, Vm
 
 N = TypeVar("N", int, float)
 LOCAL_HOSTNAME = "engineer-laptop"

@@ -14,9 +14,9 @@ from datetime import timedelta
 from typing import Any
 
 from lab.az.resources import dns_suffix, mac_address
+from lab.model import Vm
 from lab.network import NotModelled
 from lab.probes.common import STUB_RESOLVER, ProbeOutput, Vantage
-from lab.scenario import Vm
 
 PROCESS_BY_PORT = {22: "sshd", 53: "named", 80: "nginx", 443: "nginx", 3306: "mysqld",
                    5432: "postgres", 6379: "redis-server", 8080: "java", 9200: "java",
@@ -94,7 +94,7 @@ def ip(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
                                f'"{words[2]}".\n')
         via = "" if prefix and dest in prefix else f" via {gw}"
         return ProbeOutput(0, f"{dest}{via} dev eth0 src {vm.ip} uid 0 \n    cache \n")
-    mac = mac_address(vm).replace("-", ":").lower()
+    mac = mac_address(v.cat, vm).replace("-", ":").lower()
     if obj in ("a", "addr", "address", "l", "link"):
         with_inet = obj.startswith("a")
         state = "group default" if with_inet else "mode DEFAULT group default"

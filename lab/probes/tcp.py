@@ -10,8 +10,8 @@ application answer is "not modelled by the lab" (exit 2) rather than invented.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from lab.network import Connection, NotModelled
@@ -38,9 +38,20 @@ CURL_FLAG_LONG = {"--verbose", "--silent", "--show-error", "--head", "--insecure
                   "--compressed", "--no-buffer"}
 
 
-def _connect(v: Vantage, target: Target, port: int) -> Connection:
+def _connect(v: Vantage, target: Target, port: int, argv: Sequence[str] = ()) -> Connection:
+    """The connection as the model makes it; format 2: the name asked for goes to the
+    firewall's application rules, and a ``snat_exhaustion`` fault fails this connection with
+    its probability (seeded by the command)."""
     assert target.ip is not None
-    return v.cat.estate.connect(v.vm_name, target.ip, port, "tcp")
+    if v.cat.scenario.format < 2:
+        return v.cat.estate.connect(v.vm_name, target.ip, port, "tcp")
+    conn = v.cat.estate.connect(v.vm_name, target.ip, port, "tcp",
+                                fqdn=target.host if target.is_name else None)
+    for fault in conn.faults:
+        if (fault.kind == "snat_exhaustion" and conn.forward.snat == fault.at
+                and v.rng([*argv, str(port)]).random() * 100 < float(fault.percent or 0)):
+            return replace(conn, outcome="timeout", rtt_ms=0.0)
+    return conn
 
 
 def _guest_mtu(v: Vantage, conn: Connection) -> int:
@@ -168,7 +179,7 @@ def curl(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
         trace.append(f"* Could not resolve host: {host}")
         return fail(6, f"Could not resolve host: {host}", 0.02)
     trace.append(f"*   Trying {target.ip}:{port}...")
-    conn = _connect(v, target, port)
+    conn = _connect(v, target, port, argv)
     if conn.outcome == "timeout":
         if limits:
             ms = int(min(limits) * 1000) + 1
@@ -185,6 +196,8 @@ def curl(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
         trace.append(f"* {msg}")
         return fail(7, msg, conn.rtt_ms / 1000)
     trace.append(f"* Connected to {host} ({target.ip}) port {port} (#0)")
+    if conn.refused_by_proxy:
+        return _proxy_refusal(a, host, port, scheme, conn, trace, fail)
     if _reset_early(conn):
         return fail(56, "Recv failure: Connection reset by peer", conn.rtt_ms / 1000)
     if _black_holed(v, conn):
@@ -196,6 +209,34 @@ def curl(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
     where = f"{owner.name} port {port}" if owner else f"{target.ip} port {port}"
     raise NotModelled(f"what the service on {where} answers over {scheme} (the TCP connection "
                       f"to {target.ip}:{port} was established in {rtt} ms)")
+
+
+def _proxy_refusal(a: _CurlArgs, host: str, port: int, scheme: str, conn: Connection,
+                   trace: list[str], fail: Callable[[int, str, float], ProbeOutput]
+                   ) -> ProbeOutput:
+    """Azure Firewall's proxy took the handshake and refused: a TLS session gets a RST after
+    the ClientHello, an HTTP request ``HTTP/1.1 470`` with the deny reason *(lab: 470 is
+    widely reported, not documented)*."""
+    seconds = conn.rtt_ms / 1000
+    if scheme == "https":
+        trace.append("* TLSv1.3 (OUT), TLS handshake, Client hello (1):")
+        return fail(35, "OpenSSL SSL_connect: Connection reset by peer in connection to "
+                    f"{host}:{port} ", seconds)
+    body = "Action: Deny. Reason: No rule matched. Proceeding with default action."
+    if "--fail" in a.flags:
+        return fail(22, "The requested URL returned error: 470", seconds)
+    head = ("HTTP/1.1 470 status code 470\r\nContent-Type: text/plain\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    shown = head if "--head" in a.flags else (head + body if "--include" in a.flags else body)
+    if "--output" in a.values:
+        shown = ""
+    template = a.values.get("--write-out")
+    extra = (template or "").replace("\\n", "\n").replace("%{http_code}", "470").replace(
+        "%{response_code}", "470")
+    for key in ("time_total", "time_connect"):
+        extra = extra.replace("%{" + key + "}", f"{seconds:.6f}")
+    err = "".join(f"{t}\n" for t in trace) if "--verbose" in a.flags else ""
+    return ProbeOutput(0, shown + extra, err, seconds)
 
 
 # -- nc ------------------------------------------------------------------------------------
@@ -235,7 +276,7 @@ def nc(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
     ok = False
     seconds = 0.0
     for port in ports:
-        conn = _connect(v, target, port)
+        conn = _connect(v, target, port, argv)
         if conn.outcome == "connected":
             ok = True
             seconds += conn.rtt_ms / 1000

@@ -178,3 +178,53 @@ def test_every_playbook_command_is_in_the_prompt_and_safe_at_the_gate(command: s
     head = " ".join(command.split()[:4])
     assert head in " ".join(FRESH.split()), head
     assert classify(command).rule == "T2.az_read", command
+
+
+# ── issue 32: load balancers, private endpoints, firewalls, NAT gateways, flow logs ─────────
+
+#: the format-2 reads the playbook names, filled in: SAFE at the gate (no engineer needed)
+PLAYBOOK_COMMANDS_V2 = (
+    "az network lb show -g rg -n ilb-app",
+    "az monitor metrics list --resource /subscriptions/s/resourceGroups/rg/providers/"
+    "Microsoft.Network/loadBalancers/ilb-app --metric DipAvailability --offset 1h "
+    "--filter \"BackendIPAddress eq '*'\"",
+    "az network watcher test-ip-flow -g rg --vm vm1 --direction Inbound --protocol TCP "
+    "--local 10.1.3.4:8080 --remote 168.63.129.16:54321",
+    "az network private-endpoint show -g rg -n pe-sql",
+    "az network vnet subnet show -g rg --vnet-name vnet-hub -n snet-pe",
+    "az network firewall show -g rg -n afw-hub",
+    "az network firewall policy rule-collection-group list -g rg --policy-name afwp-hub",
+    "az network nat gateway show -g rg -n ngw-prod",
+    "az monitor metrics list --resource /subscriptions/s/resourceGroups/rg/providers/"
+    "Microsoft.Network/natGateways/ngw-prod --metric SNATConnectionCount "
+    "--filter \"ConnectionState eq '*'\"",
+    "az network watcher flow-log list --location westeurope",
+)
+
+
+@pytest.mark.parametrize("command", PLAYBOOK_COMMANDS_V2)
+def test_every_new_playbook_read_is_in_the_prompt_and_safe(command: str) -> None:
+    from core.safety import classify
+
+    head = " ".join(command.split()[:4])
+    assert head in " ".join(FRESH.split()), head
+    assert classify(command).classification == "SAFE", command
+
+
+def test_the_playbook_teaches_the_new_parts_what_their_answers_mean(
+        fake_gemini: FakeGemini) -> None:
+    sent = _sent_prompt(fake_gemini)
+    book = " ".join(sent[_section_start(sent, "AZURE-NATIVE DIAGNOSTICS PLAYBOOK"):
+                         _section_start(sent, "TOOL DECISION RULES")].split())
+    for meaning in ("168.63.129.16", "AllowAzureLoadBalancerInBound (65001)",
+                    "drops every new flow silently", "closed unless the backends' NSGs",
+                    "must be Approved", "answers NXDOMAIN, it never falls back",
+                    "privateEndpointNetworkPolicies", "nothing matched = denied by default",
+                    "Network rules first, then application rules", "Failed > 0 = SNAT",
+                    "flow-log list", "D = denied", "an outage that is over"):
+        assert meaning in book, meaning
+    taxonomy = sent[_section_start(sent, "TOOL DECISION RULES"):
+                    _section_start(sent, "FILE READ RESTRICTION")]
+    for row in ("Load balancer frontend", "Private endpoint", "Internet calls fail",
+                "Outage over"):
+        assert row in taxonomy, row

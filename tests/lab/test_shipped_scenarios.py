@@ -20,14 +20,11 @@ from typing import Any
 import pytest
 
 from core.engine.tools import COMPLETE_INVESTIGATION, HYPOTHESIS_STATES, TOOL_NAMES, declaration
+from lab.categories import CATEGORIES_V1, CATEGORIES_V2
 from lab.scenario import Scenario, load_scenario, shipped_scenarios
 
-CATEGORIES = (
-    "nsg_deny", "nic_nsg_deny", "udr_blackhole", "udr_wrong_next_hop", "nva_down", "nva_loss",
-    "nva_reset", "peering_disconnected", "peering_forwarding_blocked",
-    "private_dns_link_missing", "custom_dns_broken", "vm_stopped", "service_down",
-    "mtu_blackhole", "asymmetric_routing", "extension_missing", "healthy",
-)
+# format 1's seventeen and format 2's eight built-in categories, one shipped scenario each
+CATEGORIES = CATEGORIES_V1 + CATEGORIES_V2
 TASK_REF = re.compile(r"\{\{task:(\d+)\}\}")
 PATH_REF = re.compile(r"\{\{(?:report|summary):(\d+)\}\}")
 AUDIT_REF = re.compile(r"\{\{audit:(\d+|last)\}\}")
