@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .diagnosis import Connection, Diagnosis
+from .diagnosis_loss import connection_resent
+from .diagnosis_model import Connection, Diagnosis
 from .wording import listing, plural
 
 Finding = dict[str, Any]
@@ -109,14 +110,19 @@ def mtu_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
                 "clamp the MSS / lower the MTU on the tunnel or VPN.", 9.5))
             continue
         retx = sum(x["data_retransmitted"] for x in g)
+        before = max(x.get("passed_before_bytes", 0) for x in g)
+        smaller = (f"{m['receiver']}'s own segments (about {passed} bytes) got through"
+                   if passed else f"the {before:,} bytes {m['sender']} sent before it, in "
+                   "smaller segments, were acknowledged")
         out.append(f(
             "mtu_blackhole", "critical",
             f"MTU black hole on {path}: {sizes([x['segment_bytes'] for x in g])} segments "
             f"never get through{many}",
             f"On {on} the {sizes([x['segment_bytes'] for x in g])} segment was sent "
             f"{times([x['retransmissions'] + 1 for x in g])} and never acknowledged, while "
-            f"{m['receiver']}'s own segments (about {passed} bytes) got through; no ICMP "
-            "fragmentation-needed was seen." + _fold(retx, total, "the black hole"), frames,
+            f"{smaller}; no ICMP fragmentation-needed was seen. The transfer stalls there: "
+            "the stall is the black hole's effect." + _fold(retx, total, "the black hole"),
+            frames,
             "A link on the path has a smaller MTU and its ICMP 'fragmentation needed' is "
             "blocked: allow ICMP type 3 code 4 (and ICMPv6 type 2) through NSGs/firewalls, or "
             "clamp the MSS / lower the MTU on the tunnel or VPN.", 9.0 + min(n, 9) / 100))
@@ -134,7 +140,7 @@ def stalled_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
         c, n = g[0], len(g)
         sender, receiver = _stall_sender(c)
         silent = sum(1 for x in g if x.detail.get("peer_silent"))
-        retx = sum(sum(x.facts.data_retx) for x in g if x.facts)
+        retx = sum(connection_resent(x, diag.vantage) for x in g)
         count = on_path(diag, sender, receiver, c.flow["dport"], n)
         on = (f"{count} to port {c.flow['dport']} "
               f"(e.g. {examples([x.label for x in g])})" if n > 1 else c.label)

@@ -77,6 +77,9 @@ class IcmpStats:
         # (proto, src, sport, dst, dport) of each quoted flow -> [router, meaning, first frame,
         # messages, frag-needed next-hop MTU or -1]: lets the diagnosis pin an error on its flow
         self.by_flow: dict[tuple[str, str, int, str, int], list[Any]] = {}
+        # UDP refused by the destination host itself (port unreachable from the address the
+        # datagram was sent to): (client, host, port) -> [messages, first frames]
+        self.refused_udp: dict[tuple[str, str, int], list[Any]] = {}
 
     def packet(self, buf: bytes, l4: int, end: int, proto: int, frame: int, addrs: bytes,
                alen: int) -> None:
@@ -113,6 +116,14 @@ class IcmpStats:
                 "meaning": "packet too big" if too_big else names.get(code, f"code {code}"),
                 "quoted_flow": quote,
             }
+            port_unreach = (code == 3) if proto == 1 else (code == 4)
+            if unreach and port_unreach and quote is not None and quote["proto"] == "udp" \
+                    and quote["dst"] == entry["from"] and len(self.refused_udp) < MAX_FLOWS:
+                rk = (quote["src"], quote["dst"], quote.get("dport", 0))
+                row = self.refused_udp.setdefault(rk, [0, []])
+                row[0] += 1
+                if len(row[1]) < MAX_EXAMPLES:
+                    row[1].append(frame)
             if quote is not None and len(self.by_flow) < MAX_FLOWS:
                 fk = (quote["proto"], quote["src"], quote.get("sport", 0), quote["dst"],
                       quote.get("dport", 0))
@@ -136,6 +147,17 @@ class IcmpStats:
             elif len(self.unreachables) < MAX_EXAMPLES:
                 self.unreachables.append(entry)
 
+    def refused(self, port: int) -> dict[tuple[str, str], list[Any]]:
+        """(client, host) -> [messages, first frames] of UDP to ``port`` that the host itself
+        refused with a port unreachable (nothing listens there)."""
+        out: dict[tuple[str, str], list[Any]] = {}
+        for (c, h, p), (n, frames) in self.refused_udp.items():
+            if p == port:
+                row = out.setdefault((c, h), [0, []])
+                row[0] += n
+                row[1] = (row[1] + frames)[:MAX_EXAMPLES]
+        return out
+
     def summary(self) -> dict[str, Any]:
         """The semantic-JSON section."""
         return {
@@ -146,6 +168,11 @@ class IcmpStats:
             "unreachable_count": self.unreachable_count,
             "unreachables": self.unreachables,
             "fragmentation_needed": self.frag_needed,
+            "udp_refused_by_host": [
+                {"client": c, "host": h, "port": port, "messages": n, "frames": frames}
+                for (c, h, port), (n, frames) in sorted(self.refused_udp.items(),
+                                                        key=lambda kv: -kv[1][0])[:MAX_EXAMPLES]
+            ],
             "time_exceeded": self.time_exceeded,
             "time_exceeded_from": dict(
                 sorted(self.time_exceeded_from.items(), key=lambda kv: -kv[1])[:MAX_EXAMPLES]
