@@ -20,6 +20,8 @@ from .facts import FlowFacts
 from .flows import (
     F_DIAG,
     F_FIRST_TS,
+    F_MAXLEN0,
+    F_MAXSEQ0,
     F_PKTS0,
     F_PROTO,
     F_SEEN0,
@@ -60,7 +62,10 @@ def _outcome(rec: list[Any], fd: dict[str, Any], o: int, facts: FlowFacts | None
             if peer_silent or before(conv[1 - d][4], facts.last_retx_end[d]):
                 detail.update(stalled_direction="orig" if d == o else "resp",
                               retransmissions=facts.last_retx_repeats[d],
-                              segment_bytes=facts.last_retx_len[d], peer_silent=peer_silent)
+                              segment_bytes=facts.last_retx_len[d], peer_silent=peer_silent,
+                              # no segment that size got through before it: it may be the size
+                              first_of_its_size=rec[F_MAXLEN0 + d] == facts.last_retx_len[d]
+                              and rec[F_MAXSEQ0 + d] == facts.last_retx_seq[d])
                 return "stalled"
     if not so & S_SYN:
         return "synack_only" if sr & S_SYNACK and not so else "midstream"

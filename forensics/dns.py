@@ -167,22 +167,25 @@ class DnsStats:
                 self.asked[akey] = frame
 
     def exchange_summary(self, end_ts: int = 0,
-                         refused: dict[tuple[str, str], list[Any]] | None = None
+                         refused: dict[tuple[str, str], dict[str, Any]] | None = None
                          ) -> dict[str, Any]:
         """Outcome of each exchange (a client asking a server one name): what retries hide.
 
         An exchange first asked less than EDGE_NS before ``end_ts`` (the capture's end) and
         not answered yet is counted apart: its answer may simply not have come in time. One
-        never answered by DNS whose server refused the client's datagrams to port 53 with an
-        ICMP port unreachable (``refused``: (client, server) -> [messages, frames], from
-        icmp.py) was answered after all, by the server's kernel: nothing listens there.
+        never answered by DNS but by an ICMP unreachable about the client's datagrams to the
+        server's port 53 (``refused``, from icmp.py) was answered after all: by the server's
+        own kernel (``refused_by_host``: nothing listens there) or by a router on the way
+        (``rejected_on_the_way``).
         """
         refused = refused or {}
         out: dict[str, Any] = {"total": len(self.exchanges), "answered": 0, "unanswered": 0,
                                "at_capture_end": 0, "refused_by_host": 0,
+                               "rejected_on_the_way": 0,
                                "retried_then_answered": 0, "by_rcode": {},
                                "unanswered_by_server": {}, "unanswered_examples": [],
-                               "refused_by_host_servers": {}, "refused_examples": []}
+                               "refused_by_host_servers": {}, "rejected_servers": {},
+                               "refused_examples": []}
         everything = self.answered + list(self.exchanges.items())
         out["total"] = len(everything)
         names: set[str] = set()
@@ -198,10 +201,13 @@ class DnsStats:
                 srv, cli = _ip(server), _ip(client)
                 hit = refused.get((cli, srv))
                 if hit is not None:
-                    out["refused_by_host"] += 1
+                    kind = "refused_by_host" if hit["by_host"] else "rejected_on_the_way"
+                    out[kind] += 1
                     denied.add(name)
-                    row = out["refused_by_host_servers"].setdefault(
-                        srv, {"queries": 0, "icmp_messages": 0, "icmp_frames": []})
+                    row = out["refused_by_host_servers" if hit["by_host"] else
+                              "rejected_servers"].setdefault(
+                        srv, {"queries": 0, "icmp_messages": 0, "icmp_frames": [], "from": [],
+                              "meanings": []})
                     row["queries"] += n
                     if len(out["refused_examples"]) < MAX_EXAMPLES:
                         out["refused_examples"].append({
@@ -225,18 +231,21 @@ class DnsStats:
                 out["retried_then_answered"] += 1
             rc = RCODE_NAMES.get(rcode, str(rcode))
             out["by_rcode"][rc] = out["by_rcode"].get(rc, 0) + 1
-        for (_cli, srv), (msgs, frames) in refused.items():
-            row = out["refused_by_host_servers"].get(srv)
+        for (_cli, srv), hit in refused.items():
+            row = out["refused_by_host_servers" if hit["by_host"] else "rejected_servers"].get(srv)
             if row is not None:
-                row["icmp_messages"] += msgs
-                row["icmp_frames"] = (row["icmp_frames"] + frames)[:MAX_EXAMPLES]
+                row["icmp_messages"] += hit["messages"]
+                row["icmp_frames"] = (row["icmp_frames"] + hit["frames"])[:MAX_EXAMPLES]
+                row["from"] = sorted(set(row["from"]) | set(hit["from"]))
+                row["meanings"] = sorted(set(row["meanings"]) | set(hit["meanings"]))
         out["names"] = len(names)  # distinct names asked (an exchange is one client, one
         out["unanswered_names"] = len(lost)  # server and one name and type until answered)
         out["refused_names"] = len(denied)
         return out
 
     def summary(self, end_ts: int = 0,
-                refused: dict[tuple[str, str], list[Any]] | None = None) -> dict[str, Any]:
+                refused: dict[tuple[str, str], dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
         """The semantic-JSON section (``end_ts``: when the capture ended, for its edge;
         ``refused``: see exchange_summary)."""
         unanswered = [

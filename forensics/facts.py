@@ -27,7 +27,8 @@ RESENT_OOO = 4
 KIND_NAMES = ("copy", "spurious", "dsack", "loss")
 MAX_PENDING = 64  # re-sent ranges waiting for the receiver's verdict, per direction
 WATCH = 4 | 8  # flows.S_ACK | flows.S_DATA: masked in the receiver's seen events (below)
-COPY_WINDOW_NS = 2_000_000  # a copy with the same IP ID arrives within this, or the RTT
+COPY_WINDOW_NS = 1_000_000  # a copy of the latest segment arrives within this, or the RTT
+COPY_ID_WINDOW = 256  # a copy of an earlier packet carries an IPv4 ID this far behind
 M32, HALF = 0xFFFFFFFF, 0x80000000
 
 
@@ -40,6 +41,7 @@ class FlowFacts:
         "last_retx_end", "last_retx_len", "last_retx_repeats",
         "zw_count", "zw_first_ts", "zw_last_ts", "zw_reopen_ts", "zw_frames", "resets",
         "kinds", "kind_frames", "ooo_frames", "pending", "watching", "masked", "copy_gap",
+        "gaps", "copy_ids",
     )
 
     def __init__(self) -> None:
@@ -78,6 +80,10 @@ class FlowFacts:
         self.watching = [False, False]
         self.masked = [0, 0]
         self.copy_gap = 0  # the longest a copy came after its original (ns)
+        self.gaps = [0, 0]  # segments after a gap (tshark's lost segment) so far
+        # (the latest copy's IP ID, the latest ID before it): a copy is the latest data
+        # segment until the sender's next one, but its old ID says nothing of the sender's
+        self.copy_ids = [(-1, -1), (-1, -1)]
 
 
 def facts_of(flow: list[Any], slot: int) -> FlowFacts:
@@ -125,6 +131,8 @@ def note_flags(f: FlowFacts, ta: int, d: int, seglen: int, th: int, seq: int, ts
         resend = True  # a range sent again, if this capture was taken at its sender
         if len(f.ooo_frames[d]) < MAX_FRAMES:
             f.ooo_frames[d].append(frame)
+    if ta & T.LOST_SEGMENT:
+        f.gaps[d] += 1
     if ta & T.ZERO_WINDOW:
         if not f.zw_count[d]:
             f.zw_first_ts[d] = ts
@@ -147,21 +155,37 @@ def _count(f: FlowFacts, d: int, index: int, frame: int) -> None:
 def resent(f: FlowFacts, flow: list[Any], d: int, ta: int, seq: int, seglen: int, ipid: int,
            ts: int, frame: int, nextseq: int, advanced_ts: int, rtt: int) -> bool:
     """What a data segment sent again in direction ``d`` is, as far as it can be told now: a
-    copy made in the network (it repeats the latest segment, IPv4 ID included, within the
-    path's jitter: a sender cannot re-send before any ACK could have come back), data the
-    receiver had already acknowledged, or a range to judge by the receiver's next ACKs (a
-    D-SACK says it was not needed). True when the receiver's ACKs must be watched."""
+    copy made in the network, data the receiver had already acknowledged, or a range to
+    judge by the receiver's next ACKs (a D-SACK says it was not needed). True when the
+    receiver's ACKs must be watched.
+
+    A copy carries the IPv4 ID of a packet already seen: the latest data segment's (it
+    repeats that segment, sooner than any ACK could have come back to make a sender re-send
+    it), or one a little behind it where this direction never showed a gap (nothing was
+    missing that a sender could have re-sent; a sender's real retransmission takes a new,
+    later ID). Without IP IDs (IPv6), only a repeat of the latest segment well within the
+    round trip counts."""
     base = RESENT_OOO if not ta & (T.RETRANSMISSION | T.FAST_RETRANSMISSION
                                    | T.SPURIOUS_RETRANSMISSION) else 0
     end = (seq + seglen) & M32
     gap = ts - advanced_ts
-    if end == nextseq and gap >= 0:
-        same_id = ipid > 0 and ipid == flow[F_LASTID0 + d]
-        rtt = rtt if 0 < rtt < 1 << 62 else 0
-        if (same_id and gap < max(rtt, COPY_WINDOW_NS)) or (ipid < 0 and gap < rtt // 4):
-            _count(f, d, base + COPY, frame)
+    rtt = rtt if 0 < rtt < 1 << 62 else 0
+    last = flow[F_LASTID0 + d]
+    if last == f.copy_ids[d][0]:
+        last = f.copy_ids[d][1]
+    copy = False
+    if ipid > 0 and last > 0:
+        behind = (last - ipid) & 0xFFFF
+        copy = (behind == 0 and end == nextseq and 0 <= gap < max(rtt, COPY_WINDOW_NS)) or (
+            0 < behind < COPY_ID_WINDOW and not f.gaps[d])
+    elif ipid < 0:
+        copy = end == nextseq and 0 <= gap < rtt // 4
+    if copy:
+        f.copy_ids[d] = (ipid, last)
+        _count(f, d, base + COPY, frame)
+        if 0 <= gap < 1 << 62:
             f.copy_gap = max(f.copy_gap, gap)
-            return False
+        return False
     if ta & T.SPURIOUS_RETRANSMISSION:
         _count(f, d, base + SPURIOUS, frame)
         return False

@@ -75,6 +75,22 @@ def _dns_findings(doc: dict[str, Any], out: list[dict[str, Any]]) -> None:
                                   if e["server"] == srv],
             f"Start or fix the DNS service on {srv} (ss -lun 'sport = :53' shows whether "
             "anything listens), or point the client at a working resolver.", 9.0))
+    for srv, row in ex.get("rejected_servers", {}).items():
+        names = sorted({e["name"] for e in ex["refused_examples"] if e["server"] == srv})
+        by = listing(row["from"], 3)
+        out.append(_f(
+            "dns_rejected", "high",
+            f"DNS to {srv} rejected on the way by {by}: {listing(row['meanings'])}",
+            f"{by} answered {plural(row['icmp_messages'], 'query', 'queries')} to {srv} with "
+            f"an ICMP {listing(row['meanings'])} (frames "
+            f"{', '.join(map(str, row['icmp_frames'][:4]))}): a filter or route on the path "
+            f"refuses the DNS traffic before it reaches {srv}. "
+            f"{plural(row['queries'], 'query', 'queries')} (retries included) for "
+            f"{plural(len(names), 'name')} ({listing(names, 3)}) got no DNS answer.",
+            row["icmp_frames"] + [e["frame"] for e in ex["refused_examples"]
+                                  if e["server"] == srv],
+            f"Check {by}'s rules and routes for UDP 53 to {srv} (a REJECT rule, an NSG deny, a "
+            "missing route), or point the client at a resolver it may reach.", 9.0))
     if ex["unanswered"]:
         n = ex.get("unanswered_names", ex["unanswered"])
         by_srv = ex["unanswered_by_server"]
@@ -99,11 +115,13 @@ def _dns_findings(doc: dict[str, Any], out: list[dict[str, Any]]) -> None:
             slow[0]["ms"] / 1000))
 
 
-def _dns_refusal(e: dict[str, Any], refused: set[tuple[str, str]]) -> bool:
-    """An ICMP port unreachable by which a host refused DNS queries: the DNS finding's."""
+def _explained_icmp(e: dict[str, Any], dns: set[tuple[str, str]],
+                    flooded: set[tuple[str, int]]) -> bool:
+    """An ICMP unreachable that answered a DNS query, or a SYN-ACK to a flood's source."""
     q = e.get("quoted_flow") or {}
-    return (e["meaning"] == "port unreachable" and q.get("proto") == "udp"
-            and q.get("dport") == 53 and (q.get("src"), q.get("dst")) in refused)
+    if q.get("proto") == "udp" and q.get("dport") == 53:
+        return (q.get("src"), q.get("dst")) in dns
+    return q.get("proto") == "tcp" and (q.get("src"), q.get("sport")) in flooded
 
 
 def _other_findings(doc: dict[str, Any], diag: Diagnosis, out: list[dict[str, Any]]) -> None:
@@ -118,10 +136,14 @@ def _other_findings(doc: dict[str, Any], diag: Diagnosis, out: list[dict[str, An
             "are blocked elsewhere, large transfers stall (PMTU black hole).",
             [e["frame"] for e in fn], "Lower the MTU/MSS on the path (VPN/ExpressRoute "
             "overhead), and allow ICMP type 3 code 4 through NSGs/firewalls.", len(fn)))
-    refusals = [r for r in icmp.get("udp_refused_by_host", []) if r["port"] == 53]
-    dns_refused = {(r["client"], r["host"]) for r in refusals}
-    un = [e for e in icmp["unreachables"] if not _dns_refusal(e, dns_refused)]
-    count = icmp["unreachable_count"] - sum(r["messages"] for r in refusals)  # DNS's own below
+    # ICMP that answered DNS queries is the DNS findings' evidence; ICMP about a flood's
+    # SYN-ACKs (forged sources) is the flood's
+    refusals = [r for r in icmp.get("udp_unreachable", []) if r["port"] == 53]
+    dns_refused = {(r["client"], r["server"]) for r in refusals}
+    flooded = {(fl["host"], fl["port"]) for fl in diag.floods}
+    un = [e for e in icmp["unreachables"] if not _explained_icmp(e, dns_refused, flooded)]
+    floods = sum(1 for e in icmp["unreachables"] if _explained_icmp(e, set(), flooded))
+    count = icmp["unreachable_count"] - sum(r["messages"] for r in refusals) - floods
     if un and count > 0:
         kinds = sorted({e["meaning"] for e in un})
         senders = sorted({e["from"] for e in un})

@@ -156,6 +156,10 @@ def stalled_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
             + ((" (nothing at all came back)" if n == 1 else
                 f" (nothing at all came back on {silent} of them)") if silent else "")
             + ": the path or the receiver stopped taking data."
+            + (" No segment that large had got through before it: if smaller packets still "
+               "pass, suspect an MTU black hole." if all(
+                   x.detail.get("first_of_its_size") and x.detail["segment_bytes"] >= 1000
+                   for x in g) else "")
             + _fold(retx, total, "the stall"), spread(frames),
             "Check the receiver's health and every filter on the path from the stall onwards; "
             "a capture at the receiver (--compare) shows where it is lost.", 5.0))

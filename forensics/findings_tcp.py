@@ -123,7 +123,7 @@ def _flood_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
     for fl in diag.floods:
         n, src = fl["attempts"], fl["sources"]
         who = src[0] if fl["source_count"] == 1 else (
-            f"{fl['source_count']} addresses (e.g. {listing(src, 2)})")
+            f"{fl['source_count']} addresses (e.g. {' and '.join(src[:2])})")
         again = ("none sent again" if not fl["retried"] else
                  f"only {fl['retried']} of {fl['judged']} sent again")
         answered = fl["outcomes"].get("half_open", 0)
