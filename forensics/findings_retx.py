@@ -24,25 +24,32 @@ def explained_note(loss: dict[str, Any]) -> str:
 
 
 def _vantage_note(diag: Diagnosis, dirs: list[dict[str, Any]]) -> str:
-    """Which side the capture was taken on, for the directions that lost data."""
-    notes = []
+    """Which side the capture was taken on, for the directions that lost data: one sentence
+    per capture host, for the data it sent and for the data it received."""
+    hosts: dict[str, dict[str, int]] = {}
     for d in dirs:
-        who = d["from"] if d["captured_at"] == "sender" else d["to"]
-        ev = diag.vantage.evidence.get(who, "")
-        how = f" ({ev})" if ev else ""
         if d["captured_at"] == "sender":
-            ooo = d["out_of_order_resent"]
-            notes.append(
-                f"Captured at {who}, the sender of the {d['from']} -> {d['to']} data{how}: "
-                "every range it sent twice counts as retransmitted"
-                + (f" ({ooo} of them marked out-of-order by tshark)" if ooo else "")
-                + ", so the loss counted here is an upper bound on what the path dropped.")
+            hosts.setdefault(d["from"], {})["sent"] = d["out_of_order_resent"]
         elif d["captured_at"] == "receiver":
-            notes.append(
-                f"Captured at {who}, the receiver of the {d['from']} -> {d['to']} data{how}: "
-                "a retransmission lost again on the way is not seen here, so the sender "
-                "re-sent at least this many.")
-    return (" " + " ".join(notes[:2])) if notes else ""
+            hosts.setdefault(d["to"], {})["received"] = 1
+    notes = []
+    for host, roles in list(hosts.items())[:2]:
+        ev = diag.vantage.evidence.get(host, "")
+        how = " and ".join(x for x, sign in (("its TTL", "TTL"), ("the handshake timing",
+                                                                    "round trip")) if sign in ev)
+        ooo = roles.get("sent", 0)
+        sent = ("every range it sent twice counts as retransmitted"
+                + (f" ({ooo} marked out-of-order by tshark)" if ooo else "")
+                + ", so the loss counted here is an upper bound on what the path dropped")
+        received = ("a retransmission lost again on the way is not seen here, so the sender "
+                    "re-sent at least that many")
+        role, what = (("the sender", sent) if "received" not in roles else
+                      ("the receiver", received) if "sent" not in roles else
+                      ("the sender of one direction and the receiver of the other",
+                       f"for what it sent, {sent}; for what it received, {received}"))
+        notes.append(f"Captured at {host}, {role}" + (f" (recognised by {how})" if how else "")
+                     + f": {what}.")
+    return (" " + " ".join(notes)) if notes else ""
 
 
 def _frames(diag: Diagnosis, kinds: tuple[int, ...]) -> list[list[int]]:
@@ -101,8 +108,9 @@ def _loss_finding(diag: Diagnosis, frames: dict[int, list[int]], doc: dict[str, 
         "tcp_retransmissions", sev,
         f"{plural(lost, 'data segment')} lost and retransmitted{others} "
         f"({percent(lost, segs)} of {plural(segs, 'data segment')})",
-        f"On {loss['connections_with_retransmissions']} of the "
-        f"{plural(loss['connections'], 'connection')}"
+        ("On the only connection" if loss["connections"] == 1 else
+         f"On {loss['connections_with_retransmissions']} of the "
+         f"{plural(loss['connections'], 'connection')}")
         + (" not explained above" if others else "") + ". By direction: "
         + listing(dirs, 3)
         + (f"; worst flow {flows[0]['flow']} ({flows[0]['lost']} of "

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .flows import F_ACK_TS, F_SYN_TS, F_SYNACK_TS, F_TTL0
+from .wording import plural
 
 INITIAL_TTLS = frozenset((32, 64, 128, 255))
 RATIO = 4  # one handshake gap this many times the other: the short one is the host's own
@@ -94,10 +95,10 @@ def find_vantage(conns: list[tuple[list[Any], int, tuple[str, str]]]) -> Vantage
         v.hosts.append(addr)
         signs = []
         if ttl:
-            signs.append(f"its packets keep their initial TTL and its peers' arrive lowered "
-                         f"({ttl} of its {n} connections)")
+            signs.append(f"TTL: its packets keep their initial TTL, its peers' arrive lowered, "
+                         f"on {ttl} of its {plural(n, 'connection')}")
         if timing:
-            signs.append(f"the handshake's round trip falls on its peers' side "
-                         f"({timing} of {n})")
+            signs.append(f"handshake timing: the round trip falls on its peers' side, on "
+                         f"{timing} of {n}")
         v.evidence[addr] = "; ".join(signs)
     return v
