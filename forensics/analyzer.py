@@ -164,15 +164,16 @@ class Analyzer:
         """A segment with a history event not seen before in its direction (rare), or from the
         receiver of re-sent data while its ACKs are read for D-SACKs (facts.watch)."""
         facts = flow[F_DIAG]
-        if facts is not None and facts.watching[d]:
-            masked = facts.masked[d]
+        rs = None if facts is None else facts.rs
+        if rs is not None and rs.watching[d]:
+            masked = rs.masked[d]
             peer_segment(facts, flow, d, th, ack, buf, l4 + 20, min(l4 + hlen, end))
             ev &= ~(seen | masked)
             if not ev:
                 return
         note_events(flow, d, ev)
-        if facts is not None and facts.watching[d]:  # still read: keep its bits taken away
-            facts.masked[d] |= flow[F_SEEN0 + d] & WATCH
+        if rs is not None and rs.watching[d]:  # still read: keep its bits taken away
+            rs.masked[d] |= flow[F_SEEN0 + d] & WATCH
             flow[F_SEEN0 + d] &= ~WATCH
         # TTL and IP ID read here only (l3 < 0: a reassembled datagram)
         if l3 < 0:

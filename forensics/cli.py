@@ -190,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     except ForensicsError as exc:
         print(f"ghost-forensics: error: {exc}", file=sys.stderr)
         code = EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader went away (| head): the files are written, say nothing
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 0
     except OSError as exc:
         print(f"ghost-forensics: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(),
               file=sys.stderr)

@@ -25,7 +25,9 @@ FIGURES = ("data_segments", "retransmitted", "lost", "copies", "unneeded", "dsac
 
 def resends(f: FlowFacts, d: int, at_sender: bool) -> list[int]:
     """FIGURES[1:] of direction ``d``: re-sent data segments, then what they were."""
-    k = f.kinds[d]
+    if f.rs is None:
+        return [0] * 7
+    k = f.rs.kinds[d]
     ooo = k[RESENT_OOO:RESENT_OOO + 4] if at_sender else [0, 0, 0, 0]
     kinds = [k[i] + ooo[i] for i in range(4)]
     return [sum(kinds), kinds[LOSS], kinds[COPY], kinds[SPURIOUS] + kinds[DSACK], kinds[DSACK],
@@ -35,9 +37,11 @@ def resends(f: FlowFacts, d: int, at_sender: bool) -> list[int]:
 def loss_frames(f: FlowFacts, d: int, at_sender: bool) -> list[int]:
     """Frames of segments re-sent because they were lost (the retransmissions of tshark's
     marking first), else of any re-sent segment."""
-    frames = list(f.kind_frames[d][LOSS])
+    if f.rs is None:
+        return list(f.retx_frames[d])
+    frames = list(f.rs.kind_frames[d][LOSS])
     if at_sender:
-        frames += f.kind_frames[d][RESENT_OOO + LOSS]
+        frames += f.rs.kind_frames[d][RESENT_OOO + LOSS]
     return frames or list(f.retx_frames[d])
 
 

@@ -17,7 +17,7 @@ MAX_FRAMES = 10
 TH_SYN, TH_FIN, TH_ACK = 0x02, 0x01, 0x10
 
 
-# What a re-sent data segment turned out to be (index into FlowFacts.kinds[d]); a segment
+# What a re-sent data segment turned out to be (index into Resent.kinds[d]); a segment
 # tshark calls out-of-order counts at RESENT_OOO + its kind (re-sent only at the sender).
 COPY = 0  # the same packet again (same IPv4 ID, same range) within the path's jitter
 SPURIOUS = 1  # data the receiver had already acknowledged (tshark's spurious retransmission)
@@ -32,6 +32,31 @@ COPY_ID_WINDOW = 256  # a copy of an earlier packet carries an IPv4 ID this far 
 M32, HALF = 0xFFFFFFFF, 0x80000000
 
 
+class Resent:
+    """What a flow's re-sent data segments were, per direction; made for the few flows that
+    re-send data at all (a FlowFacts is made for every flow with any flagged segment)."""
+
+    __slots__ = ("kinds", "kind_frames", "ooo_frames", "pending", "watching", "masked",
+                 "copy_gap", "copy_ids")
+
+    def __init__(self) -> None:
+        # by what they turned out to be: [COPY..LOSS] for tshark's retransmissions, then the
+        # same for segments it calls out-of-order
+        self.kinds = [[0] * 8, [0] * 8]
+        self.kind_frames: list[list[list[int]]] = [[[] for _ in range(8)] for _ in range(2)]
+        self.ooo_frames: list[list[int]] = [[], []]
+        # ranges re-sent in a direction, waiting for the receiver's ACKs: [seq, end, frame,
+        # index into kinds without its class, the direction's next sequence when re-sent]
+        self.pending: list[list[list[int]]] = [[], []]
+        # while the receiver's ACKs are read (see watch()), the seen-event bits taken from it
+        self.watching = [False, False]
+        self.masked = [0, 0]
+        self.copy_gap = 0  # the longest a copy came after its original (ns)
+        # (the latest copy's IP ID, the latest ID before it): a copy is the latest data
+        # segment until the sender's next one, but its old ID says nothing of the sender's
+        self.copy_ids = [(-1, -1), (-1, -1)]
+
+
 class FlowFacts:
     """Retransmissions by kind, zero windows, IP TTL/ID references and resets, per direction."""
 
@@ -40,8 +65,7 @@ class FlowFacts:
         "first_retx_seq", "retx_min_len", "retx_max_len", "last_retx_ts", "last_retx_seq",
         "last_retx_end", "last_retx_len", "last_retx_repeats",
         "zw_count", "zw_first_ts", "zw_last_ts", "zw_reopen_ts", "zw_frames", "resets",
-        "kinds", "kind_frames", "ooo_frames", "pending", "watching", "masked", "copy_gap",
-        "gaps", "copy_ids",
+        "gaps", "rs",
     )
 
     def __init__(self) -> None:
@@ -68,22 +92,15 @@ class FlowFacts:
         # first RST each way: (frame, direction, ttl, ip id, ts, reference ttl, reference id,
         # packets sent in that direction since the reference id)
         self.resets: list[tuple[int, int, int, int, int, int, int, int]] = []
-        # re-sent data segments by what they turned out to be: [COPY..LOSS] for tshark's
-        # retransmissions, then the same for segments it calls out-of-order
-        self.kinds = [[0] * 8, [0] * 8]
-        self.kind_frames: list[list[list[int]]] = [[[] for _ in range(8)] for _ in range(2)]
-        self.ooo_frames: list[list[int]] = [[], []]
-        # ranges re-sent in a direction, waiting for the receiver's ACKs: [seq, end, frame,
-        # index into kinds without its class, the direction's next sequence when re-sent]
-        self.pending: list[list[list[int]]] = [[], []]
-        # while the receiver's ACKs are read (see watch()), the seen-event bits taken from it
-        self.watching = [False, False]
-        self.masked = [0, 0]
-        self.copy_gap = 0  # the longest a copy came after its original (ns)
         self.gaps = [0, 0]  # segments after a gap (tshark's lost segment) so far
-        # (the latest copy's IP ID, the latest ID before it): a copy is the latest data
-        # segment until the sender's next one, but its old ID says nothing of the sender's
-        self.copy_ids = [(-1, -1), (-1, -1)]
+        self.rs: Resent | None = None
+
+
+def resent_of(f: FlowFacts) -> Resent:
+    rs = f.rs
+    if rs is None:
+        rs = f.rs = Resent()
+    return rs
 
 
 def facts_of(flow: list[Any], slot: int) -> FlowFacts:
@@ -129,8 +146,9 @@ def note_flags(f: FlowFacts, ta: int, d: int, seglen: int, th: int, seq: int, ts
             f.fin_retx[d] += 1
     elif ta & T.OUT_OF_ORDER and seglen > 0:
         resend = True  # a range sent again, if this capture was taken at its sender
-        if len(f.ooo_frames[d]) < MAX_FRAMES:
-            f.ooo_frames[d].append(frame)
+        frames = resent_of(f).ooo_frames[d]
+        if len(frames) < MAX_FRAMES:
+            frames.append(frame)
     if ta & T.LOST_SEGMENT:
         f.gaps[d] += 1
     if ta & T.ZERO_WINDOW:
@@ -145,9 +163,9 @@ def note_flags(f: FlowFacts, ta: int, d: int, seglen: int, th: int, seq: int, ts
     return resend
 
 
-def _count(f: FlowFacts, d: int, index: int, frame: int) -> None:
-    f.kinds[d][index] += 1
-    frames = f.kind_frames[d][index]
+def _count(rs: Resent, d: int, index: int, frame: int) -> None:
+    rs.kinds[d][index] += 1
+    frames = rs.kind_frames[d][index]
     if len(frames) < MAX_FRAMES:
         frames.append(frame)
 
@@ -165,14 +183,15 @@ def resent(f: FlowFacts, flow: list[Any], d: int, ta: int, seq: int, seglen: int
     missing that a sender could have re-sent; a sender's real retransmission takes a new,
     later ID). Without IP IDs (IPv6), only a repeat of the latest segment well within the
     round trip counts."""
+    rs = resent_of(f)
     base = RESENT_OOO if not ta & (T.RETRANSMISSION | T.FAST_RETRANSMISSION
                                    | T.SPURIOUS_RETRANSMISSION) else 0
     end = (seq + seglen) & M32
     gap = ts - advanced_ts
     rtt = rtt if 0 < rtt < 1 << 62 else 0
     last = flow[F_LASTID0 + d]
-    if last == f.copy_ids[d][0]:
-        last = f.copy_ids[d][1]
+    if last == rs.copy_ids[d][0]:
+        last = rs.copy_ids[d][1]
     copy = False
     if ipid > 0 and last > 0:
         behind = (last - ipid) & 0xFFFF
@@ -181,18 +200,18 @@ def resent(f: FlowFacts, flow: list[Any], d: int, ta: int, seq: int, seglen: int
     elif ipid < 0:
         copy = end == nextseq and 0 <= gap < rtt // 4
     if copy:
-        f.copy_ids[d] = (ipid, last)
-        _count(f, d, base + COPY, frame)
+        rs.copy_ids[d] = (ipid, last)
+        _count(rs, d, base + COPY, frame)
         if 0 <= gap < 1 << 62:
-            f.copy_gap = max(f.copy_gap, gap)
+            rs.copy_gap = max(rs.copy_gap, gap)
         return False
     if ta & T.SPURIOUS_RETRANSMISSION:
-        _count(f, d, base + SPURIOUS, frame)
+        _count(rs, d, base + SPURIOUS, frame)
         return False
-    pend = f.pending[d]
+    pend = rs.pending[d]
     if len(pend) >= MAX_PENDING:  # too many to follow: the oldest is judged as it stands
         old = pend.pop(0)
-        _count(f, d, old[3] + LOSS, old[2])
+        _count(rs, d, old[3] + LOSS, old[2])
     pend.append([seq, end, frame, base, nextseq])
     return True
 
@@ -203,10 +222,11 @@ def watch(f: FlowFacts, flow: list[Any], d: int) -> bool:
     event' to the per-packet loop, which hands it to peer_segment(). True when this starts
     a watch (the caller keeps the flow to restore it at the end)."""
     p = 1 - d
-    if f.watching[p]:
+    rs = resent_of(f)
+    if rs.watching[p]:
         return False
-    f.watching[p] = True
-    f.masked[p] = flow[F_SEEN0 + p] & WATCH
+    rs.watching[p] = True
+    rs.masked[p] = flow[F_SEEN0 + p] & WATCH
     flow[F_SEEN0 + p] &= ~WATCH
     return True
 
@@ -243,7 +263,8 @@ def peer_segment(f: FlowFacts, flow: list[Any], p: int, th: int, ack: int, buf: 
     reporting a duplicate (ACKs that were on their way when it was re-sent, however many,
     say nothing). Stops the watch when nothing is pending."""
     d = 1 - p
-    pend = f.pending[d]
+    rs = resent_of(f)
+    pend = rs.pending[d]
     if th & TH_ACK:
         blocks = _sack_blocks(buf, opt, opt_end) if opt_end - opt >= 10 else []
         dsack = None
@@ -256,31 +277,33 @@ def peer_segment(f: FlowFacts, flow: list[Any], p: int, th: int, ack: int, buf: 
         for e in pend:
             if dsack is not None and _before_eq(dsack[0], e[1]) and dsack[0] != e[1] \
                     and _before_eq(e[0], dsack[1]) and e[0] != dsack[1]:
-                _count(f, d, e[3] + DSACK, e[2])
+                _count(rs, d, e[3] + DSACK, e[2])
                 continue
             if ack != e[4] and _before_eq(e[4], ack):
-                _count(f, d, e[3] + LOSS, e[2])
+                _count(rs, d, e[3] + LOSS, e[2])
                 continue
             keep.append(e)
-        f.pending[d] = pend = keep
+        rs.pending[d] = pend = keep
     if not pend:
         unwatch(f, flow, p)
 
 
 def unwatch(f: FlowFacts, flow: list[Any], p: int) -> None:
     """Give direction ``p`` its seen-event bits back (see watch())."""
-    if f.watching[p]:
-        flow[F_SEEN0 + p] |= f.masked[p]
-        f.masked[p] = 0
-        f.watching[p] = False
+    rs = f.rs
+    if rs is not None and rs.watching[p]:
+        flow[F_SEEN0 + p] |= rs.masked[p]
+        rs.masked[p] = 0
+        rs.watching[p] = False
 
 
 def finish(f: FlowFacts, flow: list[Any]) -> None:
     """End of the capture: ranges still waiting were never shown to be unneeded."""
+    rs = resent_of(f)
     for d in (0, 1):
-        for e in f.pending[d]:
-            _count(f, d, e[3] + LOSS, e[2])
-        f.pending[d] = []
+        for e in rs.pending[d]:
+            _count(rs, d, e[3] + LOSS, e[2])
+        rs.pending[d] = []
         unwatch(f, flow, 1 - d)
 
 

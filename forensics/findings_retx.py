@@ -55,14 +55,14 @@ def _vantage_note(diag: Diagnosis, dirs: list[dict[str, Any]]) -> str:
 def _frames(diag: Diagnosis, kinds: tuple[int, ...]) -> list[list[int]]:
     out = []
     for c in diag.connections:
-        f = c.facts
-        if f is None:
+        rs = c.facts.rs if c.facts else None
+        if rs is None:
             continue
         for d in (0, 1):
             at_sender = diag.vantage.side(c.ends[d], c.ends[1 - d]) == "sender"
-            frames = [x for k in kinds for x in f.kind_frames[d][k]]
+            frames = [x for k in kinds for x in rs.kind_frames[d][k]]
             if at_sender:
-                frames += [x for k in kinds for x in f.kind_frames[d][RESENT_OOO + k]]
+                frames += [x for k in kinds for x in rs.kind_frames[d][RESENT_OOO + k]]
             if frames:
                 out.append(sorted(frames))
     return out
@@ -173,5 +173,6 @@ def _copies_finding(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
 
 
 def _largest_copy_gap(diag: Diagnosis) -> str:
-    gap = max((c.facts.copy_gap for c in diag.connections if c.facts), default=0)
+    gap = max((c.facts.rs.copy_gap for c in diag.connections if c.facts and c.facts.rs),
+              default=0)
     return f" (at most {duration_ns(gap)} after it)" if gap else ""

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .flows import F_ACK_TS, F_SYN_TS, F_SYNACK_TS, F_TTL0
-from .wording import plural
 
 INITIAL_TTLS = frozenset((32, 64, 128, 255))
 RATIO = 4  # one handshake gap this many times the other: the short one is the host's own
@@ -70,6 +69,12 @@ def _votes(rec: list[Any], o: int) -> tuple[int, int]:
     return by_ttl, by_time
 
 
+def _on(k: int, n: int) -> str:
+    if n == 1:
+        return "on its only connection"
+    return f"on all {n} of its connections" if k == n else f"on {k} of its {n} connections"
+
+
 def find_vantage(conns: list[tuple[list[Any], int, tuple[str, str]]]) -> Vantage:
     """``conns``: (flow record, raw direction of its originator, its two addresses in raw
     order) for each TCP connection."""
@@ -96,9 +101,9 @@ def find_vantage(conns: list[tuple[list[Any], int, tuple[str, str]]]) -> Vantage
         signs = []
         if ttl:
             signs.append(f"TTL: its packets keep their initial TTL, its peers' arrive lowered, "
-                         f"on {ttl} of its {plural(n, 'connection')}")
+                         f"{_on(ttl, n)}")
         if timing:
-            signs.append(f"handshake timing: the round trip falls on its peers' side, on "
-                         f"{timing} of {n}")
+            signs.append(f"handshake timing: the round trip falls on its peers' side, "
+                         f"{_on(timing, n)}")
         v.evidence[addr] = "; ".join(signs)
     return v

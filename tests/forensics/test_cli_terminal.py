@@ -135,3 +135,17 @@ def test_every_argument_has_help() -> None:
     from forensics.cli import _parser
 
     assert all(a.help for a in _parser()._actions)
+
+
+def test_a_reader_that_goes_away_is_no_error(tmp_path: Path) -> None:
+    """``ghost-forensics CAPTURE | head -1``: the files are written, nothing on stderr."""
+    cap = _capture(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "forensics", str(cap), "--out",
+                             str(tmp_path / "out")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=REPO, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before anything is printed
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0 and err == b""
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(NAMES)
