@@ -132,11 +132,13 @@ class Analyzer:
         return hit
 
     def _note_flags(self, ta: int, frame: int, flow: list[Any], d: int, seglen: int, th: int,
-                    seq: int, ts: int, ipid: int, fwd: list[int], rtt: int) -> None:
+                    seq: int, ts: int, ipid: int, fwd: list[int], rev: list[int], rtt: int
+                    ) -> None:
         self.frame_flags[frame] = ta
         facts = facts_of(flow, F_DIAG)
         if note_flags(facts, ta, d, seglen, th, seq, ts, frame) and resent(
-                facts, flow, d, ta, seq, seglen, ipid, ts, frame, fwd[1], fwd[2], rtt) \
+                facts, flow, d, ta, seq, seglen, ipid, ts, frame, fwd[1], fwd[2], rtt,
+                fwd[10], rev[9]) \
                 and watch(facts, flow, d):
             self.watched.append(flow)
         bits = ta
@@ -459,7 +461,7 @@ class Analyzer:
                         # tshark shows no analysis for a segment whose TCP options were cut off by
                         # the snap length, although the segment still updates the state
                         self._note_flags(ta, frame, flow, d, seglen, th, seq, ts, ipid, fwd,
-                                         conv[2])
+                                         rev, conv[2])
                     # flow bookkeeping
                     if d:
                         flow[6] += 1

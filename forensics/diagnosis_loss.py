@@ -14,35 +14,41 @@ from __future__ import annotations
 from typing import Any
 
 from .diagnosis_model import Connection, Diagnosis
-from .facts import COPY, DSACK, LOSS, RESENT_OOO, SPURIOUS, FlowFacts
+from .facts import COPY, DSACK, LOSS, RESENT_OOO, SEEN, SPURIOUS, FlowFacts
 from .flows import F_DSEG0
 from .vantage import Vantage
 
 # the figures kept per direction and per flow, in this order
 FIGURES = ("data_segments", "retransmitted", "lost", "copies", "unneeded", "dsack", "spurious",
-           "out_of_order_resent")
+           "received_before", "out_of_order_resent")
 
 
-def resends(f: FlowFacts, d: int, at_sender: bool) -> list[int]:
-    """FIGURES[1:] of direction ``d``: re-sent data segments, then what they were."""
+def resends(f: FlowFacts, d: int, side: str) -> list[int]:
+    """FIGURES[1:] of direction ``d`` captured at ``side`` (vantage.Vantage.side): re-sent
+    data segments, then what they were. Only at the sender do tshark's out-of-order ones
+    count; only at the receiver does a range re-sent where nothing was ever missing count
+    as received before (at the receiver, it had it)."""
     if f.rs is None:
-        return [0] * 7
+        return [0] * (len(FIGURES) - 1)
     k = f.rs.kinds[d]
-    ooo = k[RESENT_OOO:RESENT_OOO + 4] if at_sender else [0, 0, 0, 0]
-    kinds = [k[i] + ooo[i] for i in range(4)]
-    return [sum(kinds), kinds[LOSS], kinds[COPY], kinds[SPURIOUS] + kinds[DSACK], kinds[DSACK],
-            kinds[SPURIOUS], sum(ooo)]
+    n = RESENT_OOO
+    ooo = k[n:n + n] if side == "sender" else [0] * n
+    kinds = [k[i] + ooo[i] for i in range(n)]
+    had = kinds[SEEN] if side == "receiver" else 0
+    return [sum(kinds), kinds[LOSS] + kinds[SEEN] - had, kinds[COPY],
+            kinds[SPURIOUS] + kinds[DSACK] + had, kinds[DSACK], kinds[SPURIOUS], had, sum(ooo)]
 
 
-def loss_frames(f: FlowFacts, d: int, at_sender: bool) -> list[int]:
+def loss_frames(f: FlowFacts, d: int, side: str) -> list[int]:
     """Frames of segments re-sent because they were lost (the retransmissions of tshark's
     marking first), else of any re-sent segment."""
     if f.rs is None:
         return list(f.retx_frames[d])
-    frames = list(f.rs.kind_frames[d][LOSS])
-    if at_sender:
-        frames += f.rs.kind_frames[d][RESENT_OOO + LOSS]
-    return frames or list(f.retx_frames[d])
+    kinds = (LOSS,) if side == "receiver" else (LOSS, SEEN)
+    frames = [x for k in kinds for x in f.rs.kind_frames[d][k]]
+    if side == "sender":
+        frames += [x for k in kinds for x in f.rs.kind_frames[d][RESENT_OOO + k]]
+    return sorted(frames) or list(f.retx_frames[d])
 
 
 def connection_resent(c: Connection, vantage: Vantage) -> int:
@@ -50,8 +56,7 @@ def connection_resent(c: Connection, vantage: Vantage) -> int:
     f = c.facts
     if f is None:
         return 0
-    return sum(resends(f, d, vantage.side(c.ends[d], c.ends[1 - d]) == "sender")[0]
-               for d in (0, 1))
+    return sum(resends(f, d, vantage.side(c.ends[d], c.ends[1 - d]))[0] for d in (0, 1))
 
 
 def _loss(tcp: list[list[Any]], conns: list[Connection], vantage: Vantage,
@@ -78,8 +83,8 @@ def _loss(tcp: list[list[Any]], conns: list[Connection], vantage: Vantage,
             row = dirs.get((src, dst))
             if row is None:
                 row = dirs[(src, dst)] = [0] * len(FIGURES)
-            at_sender = vantage.side(src, dst) == "sender"
-            figs = [seg] + (resends(f, d, at_sender) if f is not None else [0] * 7)
+            side = vantage.side(src, dst)
+            figs = [seg] + (resends(f, d, side) if f is not None else [0] * (len(FIGURES) - 1))
             for i, v in enumerate(figs):
                 row[i] += v
                 total[i] += v
@@ -90,7 +95,7 @@ def _loss(tcp: list[list[Any]], conns: list[Connection], vantage: Vantage,
             flows.append({"flow": f"{src}:{sp} -> {dst}:{dp}",
                           **dict(zip(FIGURES, figs, strict=True)),
                           "rate": round(figs[1] / seg, 4), "loss_rate": round(figs[2] / seg, 4),
-                          "frames": loss_frames(f, d, at_sender)[:10]})
+                          "frames": loss_frames(f, d, side)[:10]})
         hit += touched
     flows.sort(key=lambda x: (-x["lost"], -x["retransmitted"], x["flow"]))
     out: dict[str, Any] = {"connections": counted, "connections_with_retransmissions": hit,

@@ -22,9 +22,11 @@ TH_SYN, TH_FIN, TH_ACK = 0x02, 0x01, 0x10
 COPY = 0  # the same packet again (same IPv4 ID, same range) within the path's jitter
 SPURIOUS = 1  # data the receiver had already acknowledged (tshark's spurious retransmission)
 DSACK = 2  # the receiver said it already had it (a D-SACK block in its next ACKs)
-LOSS = 3  # anything else: the data was lost (or is still unacknowledged)
-RESENT_OOO = 4
-KIND_NAMES = ("copy", "spurious", "dsack", "loss")
+SEEN = 3  # no D-SACK, but nothing in this direction was ever missing here: in a capture taken
+#           at the receiver, it had the data (elsewhere this counts as loss)
+LOSS = 4  # anything else: the data was lost (or is still unacknowledged)
+RESENT_OOO = 5
+KINDS = 10
 MAX_PENDING = 64  # re-sent ranges waiting for the receiver's verdict, per direction
 WATCH = 4 | 8  # flows.S_ACK | flows.S_DATA: masked in the receiver's seen events (below)
 COPY_WINDOW_NS = 1_000_000  # a copy of the latest segment arrives within this, or the RTT
@@ -42,11 +44,13 @@ class Resent:
     def __init__(self) -> None:
         # by what they turned out to be: [COPY..LOSS] for tshark's retransmissions, then the
         # same for segments it calls out-of-order
-        self.kinds = [[0] * 8, [0] * 8]
-        self.kind_frames: list[list[list[int]]] = [[[] for _ in range(8)] for _ in range(2)]
+        self.kinds = [[0] * KINDS, [0] * KINDS]
+        self.kind_frames: list[list[list[int]]] = [[[] for _ in range(KINDS)]
+                                                   for _ in range(2)]
         self.ooo_frames: list[list[int]] = [[], []]
         # ranges re-sent in a direction, waiting for the receiver's ACKs: [seq, end, frame,
-        # index into kinds without its class, the direction's next sequence when re-sent]
+        # index into kinds without its class, the direction's next sequence when re-sent,
+        # SEEN if the direction had shown no gap by then else LOSS]
         self.pending: list[list[list[int]]] = [[], []]
         # while the receiver's ACKs are read (see watch()), the seen-event bits taken from it
         self.watching = [False, False]
@@ -171,7 +175,8 @@ def _count(rs: Resent, d: int, index: int, frame: int) -> None:
 
 
 def resent(f: FlowFacts, flow: list[Any], d: int, ta: int, seq: int, seglen: int, ipid: int,
-           ts: int, frame: int, nextseq: int, advanced_ts: int, rtt: int) -> bool:
+           ts: int, frame: int, nextseq: int, advanced_ts: int, rtt: int, base: int,
+           peer_dupacks: int) -> bool:
     """What a data segment sent again in direction ``d`` is, as far as it can be told now: a
     copy made in the network, data the receiver had already acknowledged, or a range to
     judge by the receiver's next ACKs (a D-SACK says it was not needed). True when the
@@ -184,7 +189,8 @@ def resent(f: FlowFacts, flow: list[Any], d: int, ta: int, seq: int, seglen: int
     later ID). Without IP IDs (IPv6), only a repeat of the latest segment well within the
     round trip counts."""
     rs = resent_of(f)
-    base = RESENT_OOO if not ta & (T.RETRANSMISSION | T.FAST_RETRANSMISSION
+    first = base  # the direction's base sequence number: its data starts after it
+    kind = RESENT_OOO if not ta & (T.RETRANSMISSION | T.FAST_RETRANSMISSION
                                    | T.SPURIOUS_RETRANSMISSION) else 0
     end = (seq + seglen) & M32
     gap = ts - advanced_ts
@@ -201,18 +207,22 @@ def resent(f: FlowFacts, flow: list[Any], d: int, ta: int, seq: int, seglen: int
         copy = end == nextseq and 0 <= gap < rtt // 4
     if copy:
         rs.copy_ids[d] = (ipid, last)
-        _count(rs, d, base + COPY, frame)
+        _count(rs, d, kind + COPY, frame)
         if 0 <= gap < 1 << 62:
             rs.copy_gap = max(rs.copy_gap, gap)
         return False
     if ta & T.SPURIOUS_RETRANSMISSION:
-        _count(rs, d, base + SPURIOUS, frame)
+        _count(rs, d, kind + SPURIOUS, frame)
         return False
     pend = rs.pending[d]
     if len(pend) >= MAX_PENDING:  # too many to follow: the oldest is judged as it stands
         old = pend.pop(0)
-        _count(rs, d, old[3] + LOSS, old[2])
-    pend.append([seq, end, frame, base, nextseq])
+        _count(rs, d, old[3] + old[5], old[2])
+    # seen before here: no gap in this direction so far, and the receiver not sending
+    # duplicate ACKs for missing data (a capture that starts mid-stream misses what was lost
+    # before it; the receiver's duplicate ACKs still say so)
+    seen = not f.gaps[d] and not peer_dupacks and seq != first and ((seq - first) & M32) < HALF
+    pend.append([seq, end, frame, kind, nextseq, SEEN if seen else LOSS])
     return True
 
 
@@ -280,7 +290,7 @@ def peer_segment(f: FlowFacts, flow: list[Any], p: int, th: int, ack: int, buf: 
                 _count(rs, d, e[3] + DSACK, e[2])
                 continue
             if ack != e[4] and _before_eq(e[4], ack):
-                _count(rs, d, e[3] + LOSS, e[2])
+                _count(rs, d, e[3] + e[5], e[2])
                 continue
             keep.append(e)
         rs.pending[d] = pend = keep
@@ -302,7 +312,7 @@ def finish(f: FlowFacts, flow: list[Any]) -> None:
     rs = resent_of(f)
     for d in (0, 1):
         for e in rs.pending[d]:
-            _count(rs, d, e[3] + LOSS, e[2])
+            _count(rs, d, e[3] + e[5], e[2])
         rs.pending[d] = []
         unwatch(f, flow, 1 - d)
 

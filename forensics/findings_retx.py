@@ -7,7 +7,7 @@ from typing import Any
 
 from . import tcp_analysis as T
 from .diagnosis_model import Diagnosis
-from .facts import COPY, DSACK, RESENT_OOO, SPURIOUS
+from .facts import COPY, DSACK, RESENT_OOO, SEEN, SPURIOUS
 from .findings_paths import spread
 from .wording import duration_ns, listing, percent, plural
 
@@ -52,17 +52,21 @@ def _vantage_note(diag: Diagnosis, dirs: list[dict[str, Any]]) -> str:
     return (" " + " ".join(notes)) if notes else ""
 
 
-def _frames(diag: Diagnosis, kinds: tuple[int, ...]) -> list[list[int]]:
+def _frames(diag: Diagnosis, kinds: tuple[int, ...], at_receiver: tuple[int, ...] = ()
+            ) -> list[list[int]]:
+    """Frames of the re-sent segments of ``kinds`` (and ``at_receiver`` where the capture
+    was taken at the receiver), per connection direction."""
     out = []
     for c in diag.connections:
         rs = c.facts.rs if c.facts else None
         if rs is None:
             continue
         for d in (0, 1):
-            at_sender = diag.vantage.side(c.ends[d], c.ends[1 - d]) == "sender"
-            frames = [x for k in kinds for x in rs.kind_frames[d][k]]
-            if at_sender:
-                frames += [x for k in kinds for x in rs.kind_frames[d][RESENT_OOO + k]]
+            side = diag.vantage.side(c.ends[d], c.ends[1 - d])
+            mine = kinds + (at_receiver if side == "receiver" else ())
+            frames = [x for k in mine for x in rs.kind_frames[d][k]]
+            if side == "sender":
+                frames += [x for k in mine for x in rs.kind_frames[d][RESENT_OOO + k]]
             if frames:
                 out.append(sorted(frames))
     return out
@@ -136,6 +140,9 @@ def _unneeded_finding(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
     if loss["spurious"]:
         parts.append(f"{loss['spurious']} re-sent after the receiver had already acknowledged "
                      "the data")
+    if loss["received_before"]:
+        parts.append(f"{loss['received_before']} re-sent after this capture, taken at the "
+                     "receiver, had seen the data arrive with nothing missing before it")
     whose = listing(sorted({d["from"] for d in loss["by_direction"] if d["unneeded"]}), 3)
     nothing_lost = "" if loss["lost"] else " No data segment was lost on these connections."
     out.append(f(
@@ -145,7 +152,7 @@ def _unneeded_finding(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
         "retransmission timer or tail-loss probe fired before the receiver's ACK came back "
         "(ACKs delayed on the way back or by a busy receiver, or a probe after the last "
         "segment of a burst): this is not packet loss." + nothing_lost,
-        spread(_frames(diag, (DSACK, SPURIOUS))),
+        spread(_frames(diag, (DSACK, SPURIOUS), (SEEN,))),
         "No action for loss. If these come in bursts, look at what delays the ACKs on the way "
         "back (queues on the return path, a busy receiving host).", 0.0))
 

@@ -179,3 +179,71 @@ def test_dns_refused_by_the_host_is_said_so_with_the_icmp_first(tmp_path: Path) 
         summary = (tmp_path / f"{path.stem}_executive_summary.md").read_text()
         assert f"DNS: {len(queries)} queries (retries included) for {len(names)} names" in \
             summary
+
+
+def _tail_probe(path: Path, at_receiver: bool) -> Path:
+    """A sender re-sends its last segment (a tail-loss probe) to a receiver that had it but
+    had not acknowledged it yet and does not use SACK: no D-SACK will say so. The capture
+    point shows in the TTLs: its own packets leave at 64, the other end's arrive at 63."""
+    from lab.packets import ethernet, ip4, ipv4_packet, tcp_segment
+    from lab.pcap import PcapWriter
+
+    snd, rcv = ip4("10.9.2.2"), ip4("10.9.1.2")
+    w, t, ident = PcapWriter(), 1_700_000_000_000_000_000, 100
+    steps = [(1, 1000, 0, 0x02, 0), (0, 5000, 1001, 0x12, 0), (1, 1001, 5001, 0x10, 0),
+             (0, 5001, 1001, 0x10, 1000), (0, 6001, 1001, 0x10, 1000),
+             (1, 1001, 7001, 0x10, 0),
+             (0, 7001, 1001, 0x18, 500), (0, 7001, 1001, 0x18, 500),  # the probe, 30 ms on
+             (1, 1001, 7501, 0x10, 0)]
+    for i, (from_rcv, seq, ack, flags, size) in enumerate(steps):
+        src, dst, sp, dp = (rcv, snd, 40000, 8080) if from_rcv else (snd, rcv, 8080, 40000)
+        local = from_rcv == at_receiver
+        ident += 1
+        seg = tcp_segment(sp, dp, seq, ack, flags, 65535, b"x" * size)
+        w.add(t, ethernet(ipv4_packet(src, dst, 6, seg, ident=ident, ttl=64 if local else 63)))
+        t += 30_000_000 if i == 6 else 200_000
+    w.write(str(path))
+    return path
+
+
+def test_a_probe_the_receiver_had_is_unneeded_where_it_was_captured(tmp_path: Path) -> None:
+    here = build_semantic(analyze_capture(str(_tail_probe(tmp_path / "r.pcap", True))), "r")
+    loss = here["diagnosis"]["data_loss"]
+    assert here["diagnosis"]["capture_point"]["hosts"] == ["10.9.1.2"]
+    assert (loss["retransmitted"], loss["received_before"], loss["lost"]) == (1, 1, 0)
+    assert here["findings"][0]["id"] == "no_problem_seen"
+    # the same probe seen at the sender: nothing says the receiver had it; loss, at most
+    there = build_semantic(analyze_capture(str(_tail_probe(tmp_path / "s.pcap", False))), "s")
+    loss = there["diagnosis"]["data_loss"]
+    assert there["diagnosis"]["capture_point"]["hosts"] == ["10.9.2.2"]
+    assert (loss["retransmitted"], loss["received_before"], loss["lost"]) == (1, 0, 1)
+    top = there["findings"][0]
+    assert top["id"] == "tcp_retransmissions" and "upper bound" in top["detail"]
+
+
+def test_a_copy_of_an_earlier_packet_is_told_from_a_retransmission(tmp_path: Path) -> None:
+    """At the receiver, with nothing ever missing: a segment that comes again with the IP ID
+    it had (behind the sender's latest) is a copy; with a new, later ID it was re-sent."""
+    from lab.packets import ethernet, ip4, ipv4_packet, tcp_segment
+    from lab.pcap import PcapWriter
+
+    def capture(path: Path, again_id: int) -> dict[str, Any]:
+        snd, rcv = ip4("10.9.2.2"), ip4("10.9.1.2")
+        w, t = PcapWriter(), 1_700_000_000_000_000_000
+        rows = [(1, 1000, 0, 0x02, 0, 1), (0, 5000, 1001, 0x12, 0, 500),
+                (1, 1001, 5001, 0x10, 0, 2)]
+        rows += [(0, 5001 + 1000 * i, 1001, 0x10, 1000, 501 + i) for i in range(6)]
+        rows += [(0, 6001, 1001, 0x10, 1000, again_id), (1, 1001, 11001, 0x10, 0, 3)]
+        for from_rcv, seq, ack, flags, size, ident in rows:
+            src, dst, sp, dp = (rcv, snd, 40000, 8080) if from_rcv else (snd, rcv, 8080, 40000)
+            seg = tcp_segment(sp, dp, seq, ack, flags, 65535, b"x" * size)
+            w.add(t, ethernet(ipv4_packet(src, dst, 6, seg, ident=ident,
+                                          ttl=64 if from_rcv else 63)))
+            t += 5_000_000 if ident == 506 else 300_000  # again after the round trip
+        w.write(str(path))
+        return build_semantic(analyze_capture(str(path)), str(path))["diagnosis"]["data_loss"]
+
+    copy = capture(tmp_path / "copy.pcap", 502)  # the ID segment 6001 had the first time
+    assert (copy["retransmitted"], copy["copies"], copy["lost"]) == (1, 1, 0)
+    resent = capture(tmp_path / "resent.pcap", 507)  # the sender's next ID
+    assert (resent["retransmitted"], resent["copies"]) == (1, 0)
