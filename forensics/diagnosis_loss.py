@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .diagnosis_model import Connection, Diagnosis
-from .facts import COPY, DSACK, LOSS, RESENT_OOO, SEEN, SPURIOUS, FlowFacts
+from .facts import COPY, DSACK, LOSS, RESENT_OOO, SEEN, SPURIOUS, FlowFacts, kind_frames
 from .flows import F_DSEG0
 from .vantage import Vantage
 
@@ -45,9 +45,9 @@ def loss_frames(f: FlowFacts, d: int, side: str) -> list[int]:
     if f.rs is None:
         return list(f.retx_frames[d])
     kinds = (LOSS,) if side == "receiver" else (LOSS, SEEN)
-    frames = [x for k in kinds for x in f.rs.kind_frames[d][k]]
+    frames = [x for k in kinds for x in kind_frames(f.rs, d, k)]
     if side == "sender":
-        frames += [x for k in kinds for x in f.rs.kind_frames[d][RESENT_OOO + k]]
+        frames += [x for k in kinds for x in kind_frames(f.rs, d, RESENT_OOO + k)]
     return sorted(frames) or list(f.retx_frames[d])
 
 

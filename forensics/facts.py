@@ -38,16 +38,14 @@ class Resent:
     """What a flow's re-sent data segments were, per direction; made for the few flows that
     re-send data at all (a FlowFacts is made for every flow with any flagged segment)."""
 
-    __slots__ = ("kinds", "kind_frames", "ooo_frames", "pending", "watching", "masked",
-                 "copy_gap", "copy_ids")
+    __slots__ = ("kinds", "frames", "pending", "watching", "masked", "copy_gap", "copy_ids")
 
     def __init__(self) -> None:
         # by what they turned out to be: [COPY..LOSS] for tshark's retransmissions, then the
         # same for segments it calls out-of-order
         self.kinds = [[0] * KINDS, [0] * KINDS]
-        self.kind_frames: list[list[list[int]]] = [[[] for _ in range(KINDS)]
-                                                   for _ in range(2)]
-        self.ooo_frames: list[list[int]] = [[], []]
+        # their first frames, by direction * KINDS + kind (made when the first one comes)
+        self.frames: dict[int, list[int]] = {}
         # ranges re-sent in a direction, waiting for the receiver's ACKs: [seq, end, frame,
         # index into kinds without its class, the direction's next sequence when re-sent,
         # SEEN if the direction had shown no gap by then else LOSS]
@@ -100,6 +98,11 @@ class FlowFacts:
         self.rs: Resent | None = None
 
 
+def kind_frames(rs: Resent, d: int, kind: int) -> list[int]:
+    """The first frames of direction ``d``'s re-sent segments of ``kind`` (read only)."""
+    return rs.frames.get(d * KINDS + kind, [])
+
+
 def resent_of(f: FlowFacts) -> Resent:
     rs = f.rs
     if rs is None:
@@ -150,9 +153,6 @@ def note_flags(f: FlowFacts, ta: int, d: int, seglen: int, th: int, seq: int, ts
             f.fin_retx[d] += 1
     elif ta & T.OUT_OF_ORDER and seglen > 0:
         resend = True  # a range sent again, if this capture was taken at its sender
-        frames = resent_of(f).ooo_frames[d]
-        if len(frames) < MAX_FRAMES:
-            frames.append(frame)
     if ta & T.LOST_SEGMENT:
         f.gaps[d] += 1
     if ta & T.ZERO_WINDOW:
@@ -169,7 +169,7 @@ def note_flags(f: FlowFacts, ta: int, d: int, seglen: int, th: int, seq: int, ts
 
 def _count(rs: Resent, d: int, index: int, frame: int) -> None:
     rs.kinds[d][index] += 1
-    frames = rs.kind_frames[d][index]
+    frames = rs.frames.setdefault(d * KINDS + index, [])
     if len(frames) < MAX_FRAMES:
         frames.append(frame)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import tcp_analysis as T
 from .diagnosis_model import Diagnosis
-from .facts import COPY, DSACK, RESENT_OOO, SEEN, SPURIOUS
+from .facts import COPY, DSACK, RESENT_OOO, SEEN, SPURIOUS, kind_frames
 from .findings_paths import spread
 from .wording import duration_ns, listing, percent, plural
 
@@ -64,9 +64,9 @@ def _frames(diag: Diagnosis, kinds: tuple[int, ...], at_receiver: tuple[int, ...
         for d in (0, 1):
             side = diag.vantage.side(c.ends[d], c.ends[1 - d])
             mine = kinds + (at_receiver if side == "receiver" else ())
-            frames = [x for k in mine for x in rs.kind_frames[d][k]]
+            frames = [x for k in mine for x in kind_frames(rs, d, k)]
             if side == "sender":
-                frames += [x for k in mine for x in rs.kind_frames[d][RESENT_OOO + k]]
+                frames += [x for k in mine for x in kind_frames(rs, d, RESENT_OOO + k)]
             if frames:
                 out.append(sorted(frames))
     return out
