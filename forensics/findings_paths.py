@@ -186,8 +186,10 @@ def injected_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
 
 
 def handshake_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
-    """SYN-ACKs that never complete a handshake: the return path loses them (asymmetric
-    routing through a stateful firewall), unless a scanner leaves them open on purpose."""
+    """SYN-ACKs that never complete a handshake, explained by what the SYN side did: SYNs
+    sent again say the SYN-ACK never reached the client (the return path: asymmetric routing
+    through a stateful firewall); none sent again say it did, or the client gave up (a flood
+    or scan of many new source ports is diagnosis_patterns.floods', not this)."""
     half = diag.by_outcome("half_open")
     for g in group(half, lambda c: (c.flow["src"], c.flow["dst"], c.flow["dport"])):
         c, n = g[0], len(g)
@@ -196,21 +198,30 @@ def handshake_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
         synack = sum(x.facts.synack_retx[1 - x.o] for x in g if x.facts)
         retried = (f"; {client} sent its SYN again ({plural(syn, 'SYN retry')}), so the "
                    f"SYN-ACK never reached it" if syn else
-                   f"; {client} never answered it")
+                   f"; {client} never sent its SYN again, as a client whose SYN-ACK is lost does "
+                   "after a second")
+        if syn:
+            why = (f"The return path from {server} to {client} loses the SYN-ACK: asymmetric "
+                   "routing through a stateful firewall, or a filter or route on the way back.")
+            step = (f"Compare the effective routes of {server}'s and {client}'s subnets (UDR "
+                    f"next hops): both directions must cross the same firewall; capture at "
+                    f"{client} (--compare) to see whether the SYN-ACK arrives.")
+        else:
+            why = (f"So the SYN-ACK probably reached {client} and was dropped or ignored there "
+                   "(a host firewall, a half-open scanner), or the client gave up at once; a "
+                   "SYN-ACK lost on the way back would have brought the SYN again.")
+            step = (f"Capture at {client} (--compare): if the SYN-ACKs arrive, look at its "
+                    "host firewall and the application that connects; if they do not, compare "
+                    "the effective routes of both subnets (the return path).")
         out.append(f(
             "tcp_handshake_incomplete", "critical" if n >= 3 else "high",
             f"{plural(n, 'TCP connection')} from {client} to {server}:{port} never completed "
             "the handshake: SYN-ACK sent, no ACK came back",
             f"{server} answered each SYN with a SYN-ACK"
             + (f" ({plural(synack, 'SYN-ACK retry')})" if synack else "") + retried
-            + f" (e.g. {examples([x.label for x in g])}). The return path from {server} to "
-            f"{client} loses the SYN-ACK: asymmetric routing through a stateful firewall, or a "
-            "filter or route on the way back.",
+            + f" (e.g. {examples([x.label for x in g])}). " + why,
             spread([[x.flow["first_frame"]] + list(x.flow.get("evidence_frames", []))[:2]
-                    for x in g]),
-            f"Compare the effective routes of {server}'s and {client}'s subnets (UDR next "
-            "hops): both directions must cross the same firewall; capture at "
-            f"{client} (--compare) to see whether the SYN-ACK arrives.", n / 2))
+                    for x in g]), step, n / 2))
     one_way = diag.by_outcome("synack_only")
     for g in group(one_way, lambda c: (c.flow["src"], c.flow["dst"], c.flow["dport"])):
         c, n = g[0], len(g)
