@@ -14,10 +14,11 @@ from typing import Any
 from . import tcp_analysis as T
 from .app import AppStats
 from .dns import DnsStats
-from .facts import facts_of, note_event, note_flags
+from .facts import WATCH, facts_of, finish, note_event, note_flags, peer_segment, resent, watch
 from .flows import (
     F_DIAG,
     F_EVIDENCE,
+    F_SEEN0,
     F_TA,
     S_ACK,
     S_DATA,
@@ -43,10 +44,11 @@ _U16 = struct.Struct("!H").unpack_from
 _U32 = struct.Struct("!I").unpack_from
 _TCPHDR = struct.Struct("!HHIIBBH").unpack_from  # sport dport seq ack off flags win
 _UDPHDR = struct.Struct("!HHH").unpack_from
-# IPv4 header in one call: version/IHL, total length, flags/fragment offset, protocol, addresses
-_IPV4HDR = struct.Struct("!BxH2xHxB2x8s").unpack_from
+# IPv4 header in one call: version/IHL, total length, ID, flags/fragment offset, protocol,
+# addresses
+_IPV4HDR = struct.Struct("!BxHHHxB2x8s").unpack_from
 # the EtherType and that IPv4 header, for an Ethernet frame: one call for the common packet
-_ETH_IPV4HDR = struct.Struct("!12xHBxH2xHxB2x8s").unpack_from
+_ETH_IPV4HDR = struct.Struct("!12xHBxHHHxB2x8s").unpack_from
 _IPV6_EXT = frozenset((0, 43, 60, 51))
 
 # Conversation list layout: [dir0 state, dir1 state, first rtt ns, last SYN ns, flow record]
@@ -89,6 +91,8 @@ class Analyzer:
         self.app = AppStats()
         self.ts_backwards = 0
         self.reasm = Reassembler()
+        # flows whose receiver's ACKs are being read for D-SACKs (facts.watch), until run() ends
+        self.watched: list[list[Any]] = []
         # parallel analysis (parallel.py): this analyzer handles share ``share`` of ``shares``
         self.share = 0
         self.shares = 1
@@ -128,9 +132,15 @@ class Analyzer:
         return hit
 
     def _note_flags(self, ta: int, frame: int, flow: list[Any], d: int, seglen: int, th: int,
-                    seq: int, ts: int) -> None:
+                    seq: int, ts: int, ipid: int, fwd: list[int], rev: list[int], rtt: int
+                    ) -> None:
         self.frame_flags[frame] = ta
-        note_flags(facts_of(flow, F_DIAG), ta, d, seglen, th, seq, ts, frame)
+        facts = facts_of(flow, F_DIAG)
+        if note_flags(facts, ta, d, seglen, th, seq, ts, frame) and resent(
+                facts, flow, d, ta, seq, seglen, ipid, ts, frame, fwd[1], fwd[2], rtt,
+                fwd[10], rev[9]) \
+                and watch(facts, flow, d):
+            self.watched.append(flow)
         bits = ta
         if bits & (T.FAST_RETRANSMISSION | T.SPURIOUS_RETRANSMISSION):
             bits |= T.RETRANSMISSION
@@ -149,6 +159,41 @@ class Analyzer:
             ev = flow[F_EVIDENCE] = []
         if len(ev) < EVIDENCE_PER_FLOW:
             ev.append(frame)
+
+    def _new_event(self, flow: list[Any], d: int, ev: int, seen: int, th: int, ack: int,
+                   buf: bytes, l3: int, l4: int, hlen: int, end: int, alen: int, ipid: int,
+                   frame: int, ts: int) -> None:
+        """A segment with a history event not seen before in its direction (rare), or from the
+        receiver of re-sent data while its ACKs are read for D-SACKs (facts.watch)."""
+        facts = flow[F_DIAG]
+        rs = None if facts is None else facts.rs
+        if rs is not None and rs.watching[d]:
+            masked = rs.masked[d]
+            peer_segment(facts, flow, d, th, ack, buf, l4 + 20, min(l4 + hlen, end))
+            ev &= ~(seen | masked)
+            if not ev:
+                return
+        note_events(flow, d, ev)
+        if rs is not None and rs.watching[d]:  # still read: keep its bits taken away
+            rs.masked[d] |= flow[F_SEEN0 + d] & WATCH
+            flow[F_SEEN0 + d] &= ~WATCH
+        # TTL and IP ID read here only (l3 < 0: a reassembled datagram)
+        if l3 < 0:
+            ttl = ipid = -1
+        elif alen == 4:
+            ttl = buf[l3 + 8]
+        else:
+            ttl = buf[l3 + 7]
+        note_event(flow, F_DIAG, d, bool(ev & S_RST), ttl, ipid,
+                   flow[6] if d else flow[4], frame, ts)
+        if ev & S_SYNACK and not flow[18]:
+            flow[18] = ts
+        if ev & S_RST:
+            evl = flow[20]
+            if evl is None:
+                evl = flow[20] = []
+            if len(evl) < EVIDENCE_PER_FLOW:
+                evl.append(frame)
 
     # ------------------------------------------------------------------ main loop
     def run(self, records: Iterator[Record]) -> None:  # noqa: C901 - the hot loop, kept flat
@@ -204,7 +249,7 @@ class Analyzer:
             pre = False  # True: the IPv4 header was read with the link header
             if linktype == 1:
                 if caplen >= 34:
-                    et, vihl, iplen, fragw, proto, addrs = eth_ipv4hdr(buf, off)
+                    et, vihl, iplen, ipid, fragw, proto, addrs = eth_ipv4hdr(buf, off)
                     pre = et == 0x0800
                 else:
                     et = u16(buf, off + 12)[0] if caplen >= 14 else 0
@@ -257,7 +302,7 @@ class Analyzer:
                         if l3 + 20 > end:
                             self.undecodable_packets += 1
                             break
-                        vihl, iplen, fragw, proto, addrs = ipv4hdr(buf, l3)
+                        vihl, iplen, ipid, fragw, proto, addrs = ipv4hdr(buf, l3)
                     v4 += 1
                     ihl = (vihl & 0x0F) * 4
                     avail = wirelen - wire_end
@@ -278,7 +323,7 @@ class Analyzer:
                         break
                     if fragw & 0x3FFF:  # a fragment: analysed once reassembled, as tshark
                         self.fragments += 1
-                        got = self.reasm.add((addrs, proto, u16(buf, l3 + 4)[0]),
+                        got = self.reasm.add((addrs, proto, ipid),
                                              (fragw & 0x1FFF) << 3, fragw & 0x2000, buf, l4,
                                              min(end, l3 + iplen), l4len)
                         if got is None:
@@ -303,6 +348,7 @@ class Analyzer:
                     proto = buf[l3 + 6]
                     addrs = buf[l3 + 8 : l3 + 40]
                     alen = 16
+                    ipid = -1
                     l4 = l3 + 40
                     l4len = plen
                     frag = 0  # 1: a fragment of a datagram not complete yet
@@ -414,7 +460,8 @@ class Analyzer:
                     if ta and l4 + hlen <= end:
                         # tshark shows no analysis for a segment whose TCP options were cut off by
                         # the snap length, although the segment still updates the state
-                        self._note_flags(ta, frame, flow, d, seglen, th, seq, ts)
+                        self._note_flags(ta, frame, flow, d, seglen, th, seq, ts, ipid, fwd,
+                                         rev, conv[2])
                     # flow bookkeeping
                     if d:
                         flow[6] += 1
@@ -437,26 +484,14 @@ class Analyzer:
                     else:
                         ev = S_DATA if seglen else S_ACK if th == 0x10 else 0
                     if ev & ~seen:
-                        note_events(flow, d, ev)
-                        # TTL and IP ID read here only (l3 < 0: a reassembled datagram)
-                        if l3 < 0:
-                            ttl = ipid = -1
-                        elif alen == 4:
-                            ttl, ipid = buf[l3 + 8], u16(buf, l3 + 4)[0]
-                        else:
-                            ttl, ipid = buf[l3 + 7], -1
-                        note_event(flow, F_DIAG, d, bool(ev & S_RST), ttl, ipid,
-                                   flow[6] if d else flow[4], frame, ts)
-                        if ev & S_SYNACK and not flow[18]:
-                            flow[18] = ts
-                        if ev & S_RST:
-                            evl = flow[20]
-                            if evl is None:
-                                evl = flow[20] = []
-                            if len(evl) < EVIDENCE_PER_FLOW:
-                                evl.append(frame)
+                        self._new_event(flow, d, ev, seen, th, ack, buf, l3, l4, hlen, end,
+                                        alen, ipid, frame, ts)
                     if seglen:
                         flow[22 + d] += 1  # flows.F_DSEG0 + d
+                        flow[31 + d] = ipid  # flows.F_LASTID0 + d
+                        if seglen > flow[33 + d]:  # flows.F_MAXLEN0 + d
+                            flow[33 + d] = seglen
+                            flow[35 + d] = seq  # flows.F_MAXSEQ0 + d
                         p = l4 + hlen
                         if p < end:
                             c0 = buf[p]
@@ -516,6 +551,9 @@ class Analyzer:
                             v4, v6 = (v4 - 1, v6) if alen == 4 else (v4, v6 - 1)
                             continue
                 break
+        for flow in self.watched:
+            finish(flow[F_DIAG], flow)
+        self.watched = []
         self.packets = frame
         self.bytes += nbytes
         self.truncated_packets += truncated

@@ -1,8 +1,12 @@
 """``ghost-forensics``: analyse a capture (optionally against the other end) and write reports.
 
-``ghost-forensics CAPTURE`` writes the three files next to the capture (or into ``--out``) and
+``ghost-forensics CAPTURE`` writes the three files into the current directory (or into
+``--out DIR``, created when missing), never beside the capture unless asked, says where, and
 prints the top findings; with ``--semantic-dir`` and ``--report-dir`` (how the investigation
-engine runs it) it prints only the three paths. Output directories must exist.
+engine runs it) it prints only the three paths, and those directories must exist.
+
+Other tools live beside it as subcommands (``ghost-forensics NAME ...``): a module registers
+its entry point in SUBCOMMANDS; anything else is a capture to analyse.
 
 Every failure becomes one line on stderr and a non-zero exit: 2 for bad input (not a
 capture, unreadable, missing or unwritable output directory), 3 for an internal error.
@@ -15,8 +19,8 @@ import gc
 import json
 import os
 import sys
+from collections.abc import Callable
 
-from .compare import compare_captures
 from .compare_report import comparison_finding, output_stem
 from .engine import analyze_capture
 from .errors import ForensicsError
@@ -27,6 +31,10 @@ from .terminal import top_findings
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+
+#: ``ghost-forensics NAME ARGS...``: NAME's entry point, given ARGS, returns the exit status
+#: (raising ForensicsError or OSError for bad input, as run() does)
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,8 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ghost-forensics {release}")
     p.add_argument("capture", help="capture file (pcap or pcapng) to analyse")
     p.add_argument("--out", metavar="DIR",
-                   help="an existing directory for all three files (default: the capture's "
-                   "directory); the top findings are printed")
+                   help="directory for all three files, created when missing (default: the "
+                   "current directory); the top findings are printed")
     p.add_argument("--semantic-dir", metavar="DIR",
                    help="an existing directory for {stem}_semantic.json (with --report-dir, "
                    "only the three paths are printed, as the investigation engine reads them)")
@@ -84,15 +92,21 @@ def _check_input(path: str, what: str) -> None:
         raise ForensicsError(f"{what} not found: {path}")
 
 
-def _check_output_dir(path: str | None, flag: str) -> None:
-    """Output directories must exist: a typo must not silently create a new tree."""
+def _check_output_dir(path: str | None, flag: str, create: bool = False) -> bool:
+    """The engine's output directories must exist (a typo must not silently create a new
+    tree); ``--out`` is created when missing, as an engineer expects. True if created."""
     if path is None:
-        return
+        return False
+    made = False
+    if create and not os.path.exists(path):
+        os.makedirs(path, exist_ok=True)
+        made = True
     if not os.path.isdir(path):
         what = "is not a directory" if os.path.exists(path) else "does not exist"
         raise ForensicsError(f"output directory {path} ({flag}) {what}; create it first")
     if not os.access(path, os.W_OK | os.X_OK):
         raise ForensicsError(f"output directory {path} ({flag}) is not writable")
+    return made
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -101,6 +115,9 @@ def run(argv: list[str] | None = None) -> int:
     The cyclic garbage collector is off while it runs: the analysis makes no garbage cycles
     worth collecting (packets are freed by reference counting), but its million allocations
     set off collections that scan every flow record again and again (~3% of the time)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[args[0]](args[1:])
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -117,15 +134,19 @@ def _run(argv: list[str] | None) -> int:
     if args.compare:
         _check_input(args.compare, "comparison capture")
     for_engine = args.semantic_dir is not None and args.report_dir is not None
-    default = args.out or os.path.dirname(os.path.abspath(cap))
+    default = args.out or os.getcwd()
     sem_dir = args.semantic_dir or default
     rep_dir = args.report_dir or default
-    for flag, d in (("--out", args.out), ("--semantic-dir", sem_dir), ("--report-dir", rep_dir)):
+    created = _check_output_dir(args.out, "--out", create=True)
+    for flag, d in (("--semantic-dir", sem_dir), ("--report-dir", rep_dir)):
         _check_output_dir(d, flag)
     jobs = plan_jobs(cap, args.jobs)
     compared = None
-    if args.compare and jobs > 1:  # the comparison runs beside the analysis of A
-        compared = background(compare_captures, cap, args.compare)
+    if args.compare:
+        # numpy (the comparison's matcher) is loaded only when comparing
+        from .compare import compare_captures
+        if jobs > 1:  # the comparison runs beside the analysis of A
+            compared = background(compare_captures, cap, args.compare)
     analyzer = analyze_capture(cap, jobs)
     doc = build_semantic(analyzer, cap, frame_flags=args.frame_flags)
     stem = output_stem(cap, args.compare)
@@ -155,7 +176,11 @@ def _run(argv: list[str] | None) -> int:
         print(rep_path)
         print(exe_path)
     else:
-        top_findings(doc, [sem_path, rep_path, exe_path], sys.stdout)
+        where = os.path.abspath(rep_dir)
+        told = ("the current directory" if args.out is None and args.report_dir is None
+                else where + (" (created)" if created else ""))
+        top_findings(doc, [os.path.abspath(p) for p in (sem_path, rep_path, exe_path)],
+                     sys.stdout, told)
     return 0
 
 
@@ -174,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     except ForensicsError as exc:
         print(f"ghost-forensics: error: {exc}", file=sys.stderr)
         code = EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader went away (| head): the files are written, say nothing
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 0
     except OSError as exc:
         print(f"ghost-forensics: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(),
               file=sys.stderr)

@@ -8,9 +8,11 @@ and the two are not one end captured twice. Otherwise the comparison is refused 
 
 "Lost" counts only packets that one side addressed to the other and the other never saw;
 "injected" counts packets that arrive in a side's name although that side never sent them
-(a firewall's RST). Both are counted to the end of each flow seen at both ends. TCP byte
-ranges stand in for identity only on flows where segmentation offload is visible (a datagram
-above 1500 bytes, or an IPv4 length of 0), because TSO/GRO change segment boundaries.
+(a firewall's RST); a packet that arrives twice although it was sent once (the same IP ID,
+sequence and all) is a copy made on the way, counted apart. All are counted to the end of
+each flow seen at both ends. TCP byte ranges stand in for identity only on flows where
+segmentation offload is visible (a datagram above 1500 bytes, or an IPv4 length of 0),
+because TSO/GRO change segment boundaries.
 """
 
 from __future__ import annotations
@@ -18,20 +20,20 @@ from __future__ import annotations
 import bisect
 import ipaddress
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+from .compare_fast import gather as gather_fast
 from .compare_keys import decode_packet
+from .compare_model import Gathered, Left, Pkt, Side, Stats
 from .reader import Record, open_capture
 from .wording import duration_ns
 
 MAX_EXAMPLES = 10
+SPENT = -1  # an index entry whose packets at A were all matched (values are never negative)
 MAX_SKEW_NS = 86_400 * 10**9  # beyond a day apart, no clock is that wrong: different moments
 WARN_SKEW_NS = 60 * 10**9
 
-Pkt = tuple[tuple[int, ...], int, bytes, bytes, int]  # (match key, ts_ns, src, dst, ttl)
-Left = tuple[int, tuple[int, ...], bytes, bytes]  # an unmatched packet: ts_ns, key, src, dst
-Stats = tuple[int, int, int]  # how many, least, median
 
 
 def _packets(records: Iterator[Record], side: Side) -> Iterator[Pkt]:
@@ -106,48 +108,6 @@ def _flow_key(key: tuple[int, ...]) -> tuple[int, int, int]:
     return (key[0], 0, 0)
 
 
-class Side:
-    """What one capture holds, as far as the comparison needs it."""
-
-    def __init__(self) -> None:
-        self.first = 0
-        self.last = 0
-        self.packets = 0
-        self.flows: set[tuple[int, int, int]] = set()  # (protocol, port, port)
-        self.ranges: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        self.offload: set[tuple[int, int]] = set()  # (sport, dport) with offload-sized packets
-        self.pairs: dict[bytes, int] = {}  # packets per source+destination address bytes
-
-    def own_address(self) -> bytes | None:
-        """The address in (nearly) every packet: the host the capture ran on, if one."""
-        counts: dict[bytes, int] = {}
-        for pk, n in self.pairs.items():
-            half = len(pk) // 2
-            src, dst = pk[:half], pk[half:]
-            counts[src] = counts.get(src, 0) + n
-            if dst != src:
-                counts[dst] = counts.get(dst, 0) + n
-        top = [a for a, n in counts.items() if n >= 0.9 * self.packets]
-        return top[0] if len(top) == 1 else None  # two hosts in every packet: cannot tell
-
-
-class Gathered:
-    """What matching the two captures gave, whichever way it was done."""
-
-    def __init__(self) -> None:
-        self.sa, self.sb = Side(), Side()
-        self.addrs: list[bytes] = []  # A's addresses by id (first seen first; ids stop at 0xFFFF)
-        self.medians: dict[int, int] = {}  # A's sender id -> median tsB - tsA, first matched first
-        # the matched tsB - tsA of the senders given, and the others' tsA - tsB: each as
-        # (how many, least, median) or None when there are none
-        self.split: Callable[[set[int]], tuple[Stats | None, Stats | None]] = lambda _ids: (
-            None, None)
-        self.same_ttl = [0, 0]  # matched packets with the same TTL at both ends, all matched
-        self.pairs: dict[int, tuple[bytes, bytes]] = {}  # dst id << 16 | src id -> (src, dst) at B
-        self.left_a: list[Left] = []  # A's unmatched packets, by first occurrence of their key
-        self.left_b: list[Left] = []  # B's, in B's order
-
-
 def _gather(path_a: str, path_b: str) -> Gathered:
     """Index A by key (value: ts << 40 | ttl << 32 | dst id << 16 | src id, first in first
     out), then stream B and match: the reference that compare_fast reproduces."""
@@ -172,26 +132,30 @@ def _gather(path_a: str, path_b: str) -> Gathered:
         else:
             index[key] = deque((prev, v))  # matched first in, first out: popleft, never pop(0)
     deltas: dict[int, list[int]] = {}  # A's sender id -> tsB - tsA of its matched packets
+    partly: set[tuple[int, ...]] = set()  # keys with A packets both matched and left over
     for key, ts, src, dst, ttl in _packets(open_capture(path_b)[1], g.sb):
         hit = index.get(key)
-        if hit is None:
-            g.left_b.append((ts, key, src, dst))
+        if hit is None or hit == SPENT:  # SPENT: A's copies all matched, this one is extra
+            g.left_b.append((ts, key, src, dst, hit is not None))
             continue
         if isinstance(hit, deque):
             v = hit.popleft()
-            if not hit:
-                del index[key]
+            if hit:
+                partly.add(key)
+            else:
+                index[key] = SPENT
         else:
             v = hit
-            del index[key]
+            index[key] = SPENT
         deltas.setdefault(v & 0xFFFF, []).append(ts - (v >> 40))
         g.same_ttl[0] += ((v >> 32) & 0xFF) == ttl
         g.same_ttl[1] += 1
         pk = v & 0xFFFFFFFF
         if pk not in g.pairs and len(g.pairs) < 4096:
             g.pairs[pk] = (src, dst)
-    g.left_a = [(x >> 40, k, addrs[x & 0xFFFF], addrs[(x >> 16) & 0xFFFF])
-                for k, v in index.items() for x in (v if isinstance(v, deque) else (v,))]
+    g.left_a = [(x >> 40, k, addrs[x & 0xFFFF], addrs[(x >> 16) & 0xFFFF], k in partly)
+                for k, v in index.items() if v != SPENT
+                for x in (v if isinstance(v, deque) else (v,))]
     g.medians = {s: _median(xs) for s, xs in deltas.items()}
 
     def split(a_ids: set[int]) -> tuple[Stats | None, Stats | None]:
@@ -211,14 +175,9 @@ def compare_captures(path_a: str, path_b: str) -> dict[str, Any]:
     later (B time minus A time is offset + delay) than packets B sends (offset - delay).
     """
     try:
-        from .compare_fast import gather
-    except ImportError:  # no numpy: the same result, slower
+        g = gather_fast(path_a, path_b)
+    except OverflowError:  # times past the year 2116: int64 differences would wrap
         g = _gather(path_a, path_b)
-    else:
-        try:
-            g = gather(path_a, path_b)
-        except OverflowError:  # times past the year 2116: int64 differences would wrap
-            g = _gather(path_a, path_b)
     return _finish(path_a, path_b, g)
 
 
@@ -336,11 +295,11 @@ def _count(left_a: list[Left], unmatched_b: list[Left], sa: Side, sb: Side,
            sides: tuple[set[bytes], set[bytes], set[bytes], set[bytes]]) -> dict[str, Any]:
     """Losses and injected packets each way, with examples and the packets left aside."""
     a_at_a, b_at_a, a_at_b, b_at_b = sides
-    names = ("lost_ab", "lost_ba", "inj_b", "inj_a", "range_ab", "range_ba", "third_party",
-             "outside")
+    names = ("lost_ab", "lost_ba", "inj_b", "inj_a", "dup_b", "dup_a", "range_ab", "range_ba",
+             "third_party", "outside")
     res = dict.fromkeys(names, 0)
     ex: dict[str, list[dict[str, Any]]] = {k: [] for k in ("lost_ab", "lost_ba", "inj_b",
-                                                              "inj_a")}
+                                                              "inj_a", "dup_b", "dup_a")}
     per_flow: dict[str, list[int]] = {}
     sizes = {"lost_ab": [1 << 30, 0, 0], "lost_ba": [1 << 30, 0, 0]}  # min, max, how many
 
@@ -362,7 +321,7 @@ def _count(left_a: list[Left], unmatched_b: list[Left], sa: Side, sb: Side,
         if len(ex[kind]) < MAX_EXAMPLES:
             d = _key_desc(k)
             d.update(src=_ip(src), dst=_ip(dst), ts_ns=ts)
-            if kind in ("inj_a", "inj_b"):
+            if kind in ("inj_a", "inj_b", "dup_a", "dup_b"):
                 d["seen_at"] = kind[-1].upper()
             ex[kind].append(d)
 
@@ -383,7 +342,7 @@ def _count(left_a: list[Left], unmatched_b: list[Left], sa: Side, sb: Side,
         return _flow_key(k) in shared or t_other <= other.last
 
     # Seen at A, never at B.
-    for t, k, src, dst in left_a:
+    for t, k, src, dst, copy in left_a:
         if src in a_at_a and dst in b_at_a:
             if not judged(k, t + off, sb):
                 res["outside"] += 1
@@ -396,12 +355,12 @@ def _count(left_a: list[Left], unmatched_b: list[Left], sa: Side, sb: Side,
                 res["outside"] += 1
             elif by_range(k, ranges_a):
                 res["range_ba"] += 1  # GRO at A merged what B sent
-            else:
-                note("inj_a", k, src, dst, t)
+            else:  # B sent it once (matched) and A got it twice: a copy made on the way
+                note("dup_a" if copy else "inj_a", k, src, dst, t)
         else:
             res["third_party"] += 1
     # Seen at B, never at A.
-    for ts, k, src, dst in unmatched_b:
+    for ts, k, src, dst, copy in unmatched_b:
         if src in b_at_b and dst in a_at_b:
             if not judged(k, ts - off, sa):
                 res["outside"] += 1
@@ -415,7 +374,7 @@ def _count(left_a: list[Left], unmatched_b: list[Left], sa: Side, sb: Side,
             elif by_range(k, ranges_b):
                 res["range_ab"] += 1
             else:
-                note("inj_b", k, src, dst, ts)
+                note("dup_b" if copy else "inj_b", k, src, dst, ts)
         else:
             res["third_party"] += 1
     flows = sorted(per_flow.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))[:10]
@@ -429,6 +388,9 @@ def _count(left_a: list[Left], unmatched_b: list[Left], sa: Side, sb: Side,
         "matched_by_byte_range": {"a_to_b": res["range_ab"], "b_to_a": res["range_ba"]},
         "unsent_but_received_at_b": res["inj_b"], "unsent_but_received_at_a": res["inj_a"],
         "unsent_examples": ex["inj_b"] + ex["inj_a"],
+        # the same packet (IP ID and all) received twice, sent once: copies made on the way
+        "copies_received_at_b": res["dup_b"], "copies_received_at_a": res["dup_a"],
+        "copy_examples": ex["dup_b"] + ex["dup_a"],
         "not_addressed_to_the_other_side": res["third_party"],
         "outside_the_other_capture": res["outside"],
     }

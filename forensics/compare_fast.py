@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from .chunks import pcap_chunks
-from .compare import Gathered, Side, Stats
 from .compare_keys import decode_packet
+from .compare_model import Gathered, Side, Stats
 from .linklayer import ET_AT, L3_AT
 from .reader import CHUNK, MAX_RECORD, PCAP_MAGICS, Record, check_capture, open_capture
 
@@ -284,16 +284,18 @@ def _group(w0: np.ndarray, w1: np.ndarray, w2: np.ndarray) -> tuple[np.ndarray, 
     return order, np.concatenate((np.ones(min(len(order), 1), np.bool_), ~same))
 
 
-def match(a: Columns, b: Columns) -> tuple[np.ndarray, np.ndarray]:
-    """For each row of B its partner in A (-1: none), and the rows of A left unmatched in
-    the order compare.py's index holds them (by first occurrence of their key, then time)."""
+def match(a: Columns, b: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For each row of B its partner in A (-1: none), the rows of A left unmatched in the
+    order compare.py's index holds them (by first occurrence of their key, then time), and
+    which of those, and which rows of B, are extra copies of a packet also matched."""
     na, nb = len(a.ts), len(b.ts)
     order, newgrp = _group(np.concatenate((a.w0, b.w0)), np.concatenate((a.w1, b.w1)),
                            np.concatenate((a.w2, b.w2)))
     n = na + nb
     partner = np.full(nb, -1, np.int64)
+    copy_b = np.zeros(nb, np.bool_)
     if not n:
-        return partner, np.zeros(0, np.int64)
+        return partner, np.zeros(0, np.int64), np.zeros(0, np.bool_), copy_b
     starts = np.flatnonzero(newgrp)
     g = np.cumsum(newgrp) - 1
     is_a = order < na
@@ -304,12 +306,14 @@ def match(a: Columns, b: Columns) -> tuple[np.ndarray, np.ndarray]:
     bg, br = g[bpos], rank[bpos]
     hit = br < cnt_a[bg]
     partner[order[bpos[hit]] - na] = order[starts[bg[hit]] + br[hit]]
+    copy_b[order[bpos[~hit]] - na] = cnt_a[bg[~hit]] > 0
     apos = np.flatnonzero(is_a)
     ag = g[apos]
     left = rank[apos] >= cnt_b[ag]
     rows = order[apos[left]]
     first = order[starts[ag[left]]]
-    return partner, rows[np.lexsort((rows, first))]
+    by_key = np.lexsort((rows, first))
+    return partner, rows[by_key], (cnt_b[ag[left]] > 0)[by_key], copy_b
 
 
 def medians(sid: np.ndarray, dt: np.ndarray) -> dict[int, int]:
@@ -363,7 +367,7 @@ def gather(path_a: str, path_b: str) -> Gathered:
     g.addrs = [codes.raw(c) for c in uniq[by_first].tolist()]
     si = ids[np.searchsorted(uniq, a.src)]
     di = ids[np.searchsorted(uniq, a.dst)]
-    partner, left_a = match(a, b)
+    partner, left_a, copy_a, copy_b = match(a, b)
     hit = np.flatnonzero(partner >= 0)
     pa = partner[hit]
     sid = si[pa]
@@ -383,13 +387,15 @@ def gather(path_a: str, path_b: str) -> Gathered:
     for i in np.sort(at)[:4096].tolist():
         g.pairs[int(pk[i])] = (codes.raw(int(b.src[hit[i]])), codes.raw(int(b.dst[hit[i]])))
     raw = g.addrs
-    g.left_a = [(t, unpack_key(x0, x1, x2), raw[s], raw[d]) for t, x0, x1, x2, s, d in zip(
-        a.ts[left_a].tolist(), a.w0[left_a].tolist(), a.w1[left_a].tolist(),
-        a.w2[left_a].tolist(), si[left_a].tolist(), di[left_a].tolist(), strict=True)]
+    g.left_a = [(t, unpack_key(x0, x1, x2), raw[s], raw[d], c)
+                for t, x0, x1, x2, s, d, c in zip(
+                    a.ts[left_a].tolist(), a.w0[left_a].tolist(), a.w1[left_a].tolist(),
+                    a.w2[left_a].tolist(), si[left_a].tolist(), di[left_a].tolist(),
+                    copy_a.tolist(), strict=True)]
     miss = np.flatnonzero(partner < 0)
-    g.left_b = [(t, unpack_key(x0, x1, x2), codes.raw(s), codes.raw(d))
-                for t, x0, x1, x2, s, d in zip(
+    g.left_b = [(t, unpack_key(x0, x1, x2), codes.raw(s), codes.raw(d), c)
+                for t, x0, x1, x2, s, d, c in zip(
                     b.ts[miss].tolist(), b.w0[miss].tolist(), b.w1[miss].tolist(),
                     b.w2[miss].tolist(), b.src[miss].tolist(), b.dst[miss].tolist(),
-                    strict=True)]
+                    copy_b[miss].tolist(), strict=True)]
     return g

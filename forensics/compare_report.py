@@ -26,10 +26,12 @@ def comparison_finding(cmp: dict[str, Any]) -> dict[str, Any]:
                 f"are about {a} alone."}
     lost = cmp["lost_a_to_b"] + cmp["lost_b_to_a"]
     inj = cmp["unsent_but_received_at_a"] + cmp["unsent_but_received_at_b"]
-    sev = "high" if lost or inj else "info"
+    copies = cmp.get("copies_received_at_a", 0) + cmp.get("copies_received_at_b", 0)
+    sev = "high" if lost or inj else "low" if copies else "info"
     title = (f"Two-ended comparison: {plural(cmp['lost_a_to_b'], 'packet')} lost "
              f"{cmp['host_a']} -> {cmp['host_b']}, {cmp['lost_b_to_a']} lost back"
-             + (f", {plural(inj, 'packet')} injected" if inj else ""))
+             + (f", {plural(inj, 'packet')} injected" if inj else "")
+             + (f", {plural(copies, 'packet')} copied on the way" if copies else ""))
     return {"id": "two_ended_comparison", "rank": 0, "severity": sev, "score": 100.0,
             "title": title,
             "detail": "; ".join(x.removeprefix("- ") for x in summary_lines(cmp)[1:]) + ".",
@@ -37,6 +39,9 @@ def comparison_finding(cmp: dict[str, Any]) -> dict[str, Any]:
             "next_step": ("Losses on one side only point at the device between the two "
                           "capture points; see the two-ended comparison section of the report "
                           "for the flows and packets." if lost or inj else
+                          "Nothing was lost between the two ends, but a device between them "
+                          "sends packets twice: capture on each hop to find it (see the "
+                          "two-ended comparison section of the report)." if copies else
                           "Nothing was lost between the two ends; look at the hosts "
                           "themselves (see the two-ended comparison section of the report).")}
 
@@ -58,6 +63,10 @@ def summary_lines(cmp: dict[str, Any]) -> list[str]:
         + (" (a device in between sent them in the other side's name, e.g. a firewall RST)"
            if cmp["unsent_but_received_at_a"] or cmp["unsent_but_received_at_b"] else ""),
     ]
+    if cmp.get("copies_received_at_a") or cmp.get("copies_received_at_b"):
+        lines.append(f"- copies made on the way (sent once, received twice, same IP ID and "
+                     f"bytes): {cmp['copies_received_at_b']} received at B, "
+                     f"{cmp['copies_received_at_a']} at A: neither lost nor forged")
     if owd["a_to_b_min"] is not None:
         lines.append(f"- one-way delay {duration_ms(owd['a_to_b_min'])} (median A->B "
                      f"{duration_ms(owd['a_to_b_median'])}, B->A "
@@ -124,15 +133,19 @@ def report_section(cmp: dict[str, Any]) -> list[str]:
         out += [f"| {r['flow']} | {r['a_to_b']} | {r['b_to_a']} |" for r in cmp["lost_by_flow"]]
         out.append("")
     examples = (cmp["lost_examples_a_to_b"] + cmp["lost_examples_b_to_a"]
-                + cmp["unsent_examples"])
+                + cmp["unsent_examples"] + cmp["copy_examples"])
     if examples:
         out += ["| kind | packet | IP ID |", "|---|---|---|"]
-        for kind, rows in (("lost A->B", cmp["lost_examples_a_to_b"]),
-                           ("lost B->A", cmp["lost_examples_b_to_a"]),
-                           ("never sent", cmp["unsent_examples"])):
+        for label, rows in (("lost A->B", cmp["lost_examples_a_to_b"]),
+                            ("lost B->A", cmp["lost_examples_b_to_a"]),
+                            ("never sent", cmp["unsent_examples"]),
+                            ("copy", cmp["copy_examples"])):
             for e in rows[:5]:
+                kind = label
                 if "seen_at" in e:
-                    kind = f"at {e['seen_at']}, never sent by {'B' if e['seen_at'] == 'A' else 'A'}"
+                    other = "B" if e["seen_at"] == "A" else "A"
+                    kind = (f"copy: twice at {e['seen_at']}, sent once by {other}"
+                            if label == "copy" else f"at {e['seen_at']}, never sent by {other}")
                 what = f"{e['proto']} {e['src']}:{e.get('sport', '')} -> {e['dst']}:" \
                        f"{e.get('dport', '')}"
                 if e["proto"] == "tcp":

@@ -166,51 +166,95 @@ class DnsStats:
             elif len(self.asked) < MAX_PENDING:
                 self.asked[akey] = frame
 
-    def exchange_summary(self, end_ts: int = 0) -> dict[str, Any]:
+    def exchange_summary(self, end_ts: int = 0,
+                         refused: dict[tuple[str, str], dict[str, Any]] | None = None
+                         ) -> dict[str, Any]:
         """Outcome of each exchange (a client asking a server one name): what retries hide.
 
         An exchange first asked less than EDGE_NS before ``end_ts`` (the capture's end) and
-        not answered yet is counted apart: its answer may simply not have come in time.
+        not answered yet is counted apart: its answer may simply not have come in time. One
+        never answered by DNS but by an ICMP unreachable about the client's datagrams to the
+        server's port 53 (``refused``, from icmp.py) was answered after all: by the server's
+        own kernel (``refused_by_host``: nothing listens there) or by a router on the way
+        (``rejected_on_the_way``).
         """
+        refused = refused or {}
         out: dict[str, Any] = {"total": len(self.exchanges), "answered": 0, "unanswered": 0,
-                               "at_capture_end": 0,
+                               "at_capture_end": 0, "refused_by_host": 0,
+                               "rejected_on_the_way": 0,
                                "retried_then_answered": 0, "by_rcode": {},
-                               "unanswered_by_server": {}, "unanswered_examples": []}
+                               "unanswered_by_server": {}, "unanswered_examples": [],
+                               "refused_by_host_servers": {}, "rejected_servers": {},
+                               "refused_examples": []}
         everything = self.answered + list(self.exchanges.items())
         out["total"] = len(everything)
+        names: set[str] = set()
+        lost: set[str] = set()
+        denied: set[str] = set()
         for (client, server, name, qtype), (fr, qts, n, rcode, _ats, _af) in sorted(
                 everything, key=lambda kv: kv[1][0]):
             if rcode < 0:
                 if (client, server, name, qtype) in self.over_tcp:
                     out["total"] -= 1
                     continue
+                names.add(name)
+                srv, cli = _ip(server), _ip(client)
+                hit = refused.get((cli, srv))
+                if hit is not None:
+                    kind = "refused_by_host" if hit["by_host"] else "rejected_on_the_way"
+                    out[kind] += 1
+                    denied.add(name)
+                    row = out["refused_by_host_servers" if hit["by_host"] else
+                              "rejected_servers"].setdefault(
+                        srv, {"queries": 0, "icmp_messages": 0, "icmp_frames": [], "from": [],
+                              "meanings": []})
+                    row["queries"] += n
+                    if len(out["refused_examples"]) < MAX_EXAMPLES:
+                        out["refused_examples"].append({
+                            "frame": fr, "name": name, "qtype": qtype, "client": cli,
+                            "server": srv, "queries": n})
+                    continue
                 if end_ts and end_ts - qts < EDGE_NS:
                     out["at_capture_end"] += 1
                     continue
                 out["unanswered"] += 1
-                srv = _ip(server)
+                lost.add(name)
                 out["unanswered_by_server"][srv] = out["unanswered_by_server"].get(srv, 0) + n
                 if len(out["unanswered_examples"]) < MAX_EXAMPLES:
                     out["unanswered_examples"].append({
-                        "frame": fr, "name": name, "qtype": qtype, "client": _ip(client),
+                        "frame": fr, "name": name, "qtype": qtype, "client": cli,
                         "server": srv, "queries": n})
                 continue
+            names.add(name)
             out["answered"] += 1
             if n > 1:
                 out["retried_then_answered"] += 1
             rc = RCODE_NAMES.get(rcode, str(rcode))
             out["by_rcode"][rc] = out["by_rcode"].get(rc, 0) + 1
+        for (_cli, srv), hit in refused.items():
+            row = out["refused_by_host_servers" if hit["by_host"] else "rejected_servers"].get(srv)
+            if row is not None:
+                row["icmp_messages"] += hit["messages"]
+                row["icmp_frames"] = (row["icmp_frames"] + hit["frames"])[:MAX_EXAMPLES]
+                row["from"] = sorted(set(row["from"]) | set(hit["from"]))
+                row["meanings"] = sorted(set(row["meanings"]) | set(hit["meanings"]))
+        out["names"] = len(names)  # distinct names asked (an exchange is one client, one
+        out["unanswered_names"] = len(lost)  # server and one name and type until answered)
+        out["refused_names"] = len(denied)
         return out
 
-    def summary(self, end_ts: int = 0) -> dict[str, Any]:
-        """The semantic-JSON section (``end_ts``: when the capture ended, for its edge)."""
+    def summary(self, end_ts: int = 0,
+                refused: dict[tuple[str, str], dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
+        """The semantic-JSON section (``end_ts``: when the capture ended, for its edge;
+        ``refused``: see exchange_summary)."""
         unanswered = [
             {"frame": fr, "name": qn, "qtype": qt, "client": _ip(k[0][: len(k[0]) // 2]),
              "server": _ip(k[0][len(k[0]) // 2:])}
             for k, (_ts, fr, qn, qt) in self.pending.items()
         ]
         unanswered.sort(key=lambda u: str(u["frame"]).zfill(12))
-        exchanges = self.exchange_summary(end_ts)
+        exchanges = self.exchange_summary(end_ts, refused)
         slow = sorted(self.latencies, key=lambda x: -x[0])[:10]
         lat = sorted(x[0] for x in self.latencies)
         return {

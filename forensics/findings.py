@@ -60,8 +60,39 @@ def _dns_findings(doc: dict[str, Any], out: list[dict[str, Any]]) -> None:
                 f"{plural(n, 'DNS answer')} {name} from {listing(servers, 3)}",
                 f"DNS said {listing(names, 3)} {why}.", [f["frame"] for f in ex], act, n))
     ex = dns["exchanges"]
+    for srv, row in ex.get("refused_by_host_servers", {}).items():
+        names = sorted({e["name"] for e in ex["refused_examples"] if e["server"] == srv})
+        q = row["queries"]
+        out.append(_f(
+            "dns_port_unreachable", "high",
+            f"DNS refused by the host {srv}: nothing listens on port 53",
+            f"{srv} answered {plural(row['icmp_messages'], 'query', 'queries')} with an ICMP "
+            f"port unreachable (frames {', '.join(map(str, row['icmp_frames'][:4]))}): its "
+            f"kernel is up and refused them, so no DNS server listens there (or a host "
+            f"firewall rejects). {plural(q, 'query', 'queries')} (retries included) for "
+            f"{plural(len(names), 'name')} ({listing(names, 3)}) got no DNS answer.",
+            row["icmp_frames"] + [e["frame"] for e in ex["refused_examples"]
+                                  if e["server"] == srv],
+            f"Start or fix the DNS service on {srv} (ss -lun 'sport = :53' shows whether "
+            "anything listens), or point the client at a working resolver.", 9.0))
+    for srv, row in ex.get("rejected_servers", {}).items():
+        names = sorted({e["name"] for e in ex["refused_examples"] if e["server"] == srv})
+        by = listing(row["from"], 3)
+        out.append(_f(
+            "dns_rejected", "high",
+            f"DNS to {srv} rejected on the way by {by}: {listing(row['meanings'])}",
+            f"{by} answered {plural(row['icmp_messages'], 'query', 'queries')} to {srv} with "
+            f"an ICMP {listing(row['meanings'])} (frames "
+            f"{', '.join(map(str, row['icmp_frames'][:4]))}): a filter or route on the path "
+            f"refuses the DNS traffic before it reaches {srv}. "
+            f"{plural(row['queries'], 'query', 'queries')} (retries included) for "
+            f"{plural(len(names), 'name')} ({listing(names, 3)}) got no DNS answer.",
+            row["icmp_frames"] + [e["frame"] for e in ex["refused_examples"]
+                                  if e["server"] == srv],
+            f"Check {by}'s rules and routes for UDP 53 to {srv} (a REJECT rule, an NSG deny, a "
+            "missing route), or point the client at a resolver it may reach.", 9.0))
     if ex["unanswered"]:
-        n = ex["unanswered"]
+        n = ex.get("unanswered_names", ex["unanswered"])
         by_srv = ex["unanswered_by_server"]
         queries = sum(by_srv.values())
         names = sorted({u["name"] for u in ex["unanswered_examples"]})
@@ -70,7 +101,8 @@ def _dns_findings(doc: dict[str, Any], out: list[dict[str, Any]]) -> None:
             "dns_unanswered", "high" if n > 1 or queries > 2 else "medium",
             f"{plural(n, 'DNS name')} never answered by {listing(sorted(by_srv), 3)}",
             f"{plural(queries, 'query', 'queries')} (retries included) for {listing(names, 3)} "
-            f"got no response; {answered} of {ex['total']} names asked were answered.",
+            f"got no response; {answered} of the {plural(ex['total'], 'exchange')} (a client "
+            "asking a server one name) were answered.",
             [u["frame"] for u in ex["unanswered_examples"]],
             f"Check that {listing(sorted(by_srv), 3)} is up and reachable on UDP/TCP 53 "
             "through NSGs/firewalls, or point the client at a working resolver.", queries))
@@ -81,6 +113,15 @@ def _dns_findings(doc: dict[str, Any], out: list[dict[str, Any]]) -> None:
             f"{plural(len(slow), 'answer')} took over 500 ms, e.g. {slow[0]['name']}",
             [s["answer_frame"] for s in slow], "Check the resolver chain and its upstreams.",
             slow[0]["ms"] / 1000))
+
+
+def _explained_icmp(e: dict[str, Any], dns: set[tuple[str, str]],
+                    flooded: set[tuple[str, int]]) -> bool:
+    """An ICMP unreachable that answered a DNS query, or a SYN-ACK to a flood's source."""
+    q = e.get("quoted_flow") or {}
+    if q.get("proto") == "udp" and q.get("dport") == 53:
+        return (q.get("src"), q.get("dst")) in dns
+    return q.get("proto") == "tcp" and (q.get("src"), q.get("sport")) in flooded
 
 
 def _other_findings(doc: dict[str, Any], diag: Diagnosis, out: list[dict[str, Any]]) -> None:
@@ -95,23 +136,30 @@ def _other_findings(doc: dict[str, Any], diag: Diagnosis, out: list[dict[str, An
             "are blocked elsewhere, large transfers stall (PMTU black hole).",
             [e["frame"] for e in fn], "Lower the MTU/MSS on the path (VPN/ExpressRoute "
             "overhead), and allow ICMP type 3 code 4 through NSGs/firewalls.", len(fn)))
-    if icmp["unreachables"]:
-        un = icmp["unreachables"]
+    # ICMP that answered DNS queries is the DNS findings' evidence; ICMP about a flood's
+    # SYN-ACKs (forged sources) is the flood's
+    refusals = [r for r in icmp.get("udp_unreachable", []) if r["port"] == 53]
+    dns_refused = {(r["client"], r["server"]) for r in refusals}
+    flooded = {(fl["host"], fl["port"]) for fl in diag.floods}
+    un = [e for e in icmp["unreachables"] if not _explained_icmp(e, dns_refused, flooded)]
+    floods = sum(1 for e in icmp["unreachables"] if _explained_icmp(e, set(), flooded))
+    count = icmp["unreachable_count"] - sum(r["messages"] for r in refusals) - floods
+    if un and count > 0:
         kinds = sorted({e["meaning"] for e in un})
         senders = sorted({e["from"] for e in un})
         quoted = sorted({f"{q['proto']} {q['dst']}:{q.get('dport', '')}".rstrip(":")
                          for q in (e.get("quoted_flow") for e in un) if q})
         failed = diag.by_outcome("unreachable")
         out.append(_f(
-            "icmp_unreachable", "high" if icmp["unreachable_count"] > 2 or failed else "medium",
-            f"{plural(icmp['unreachable_count'], 'ICMP destination-unreachable message')} "
+            "icmp_unreachable", "high" if count > 2 or failed else "medium",
+            f"{plural(count, 'ICMP destination-unreachable message')} "
             f"from {listing(senders, 3)}",
             f"{listing(kinds)} about {listing(quoted, 4)}"
             + (f"; {plural(len(failed), 'TCP connection attempt')} failed this way" if failed
                else "") + ".", [e["frame"] for e in un],
             f"{listing(senders, 3)} refused the traffic: check its routes and filters (a "
             "REJECT rule, an NSG or a missing route) and whether the target port is open.",
-            icmp["unreachable_count"] / 2 + 5 * bool(failed)))
+            count / 2 + 5 * bool(failed)))
     if icmp["time_exceeded"] >= 5 and icmp["echo_requests"] + icmp["time_exceeded"] > 0:
         out.append(_f(
             "icmp_time_exceeded", "info", f"{icmp['time_exceeded']} ICMP time-exceeded messages",

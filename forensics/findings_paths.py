@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .diagnosis import Connection, Diagnosis
+from .diagnosis_loss import connection_resent
+from .diagnosis_model import Connection, Diagnosis
 from .wording import listing, plural
 
 Finding = dict[str, Any]
@@ -109,14 +110,19 @@ def mtu_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
                 "clamp the MSS / lower the MTU on the tunnel or VPN.", 9.5))
             continue
         retx = sum(x["data_retransmitted"] for x in g)
+        before = max(x.get("passed_before_bytes", 0) for x in g)
+        smaller = (f"{m['receiver']}'s own segments (about {passed} bytes) got through"
+                   if passed else f"the {before:,} bytes {m['sender']} sent before it, in "
+                   "smaller segments, were acknowledged")
         out.append(f(
             "mtu_blackhole", "critical",
             f"MTU black hole on {path}: {sizes([x['segment_bytes'] for x in g])} segments "
             f"never get through{many}",
             f"On {on} the {sizes([x['segment_bytes'] for x in g])} segment was sent "
             f"{times([x['retransmissions'] + 1 for x in g])} and never acknowledged, while "
-            f"{m['receiver']}'s own segments (about {passed} bytes) got through; no ICMP "
-            "fragmentation-needed was seen." + _fold(retx, total, "the black hole"), frames,
+            f"{smaller}; no ICMP fragmentation-needed was seen. The transfer stalls there: "
+            "the stall is the black hole's effect." + _fold(retx, total, "the black hole"),
+            frames,
             "A link on the path has a smaller MTU and its ICMP 'fragmentation needed' is "
             "blocked: allow ICMP type 3 code 4 (and ICMPv6 type 2) through NSGs/firewalls, or "
             "clamp the MSS / lower the MTU on the tunnel or VPN.", 9.0 + min(n, 9) / 100))
@@ -134,7 +140,7 @@ def stalled_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
         c, n = g[0], len(g)
         sender, receiver = _stall_sender(c)
         silent = sum(1 for x in g if x.detail.get("peer_silent"))
-        retx = sum(sum(x.facts.data_retx) for x in g if x.facts)
+        retx = sum(connection_resent(x, diag.vantage) for x in g)
         count = on_path(diag, sender, receiver, c.flow["dport"], n)
         on = (f"{count} to port {c.flow['dport']} "
               f"(e.g. {examples([x.label for x in g])})" if n > 1 else c.label)
@@ -150,6 +156,10 @@ def stalled_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
             + ((" (nothing at all came back)" if n == 1 else
                 f" (nothing at all came back on {silent} of them)") if silent else "")
             + ": the path or the receiver stopped taking data."
+            + (" No segment that large had got through before it: if smaller packets still "
+               "pass, suspect an MTU black hole." if all(
+                   x.detail.get("first_of_its_size") and x.detail["segment_bytes"] >= 1000
+                   for x in g) else "")
             + _fold(retx, total, "the stall"), spread(frames),
             "Check the receiver's health and every filter on the path from the stall onwards; "
             "a capture at the receiver (--compare) shows where it is lost.", 5.0))
@@ -176,8 +186,10 @@ def injected_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
 
 
 def handshake_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
-    """SYN-ACKs that never complete a handshake: the return path loses them (asymmetric
-    routing through a stateful firewall), unless a scanner leaves them open on purpose."""
+    """SYN-ACKs that never complete a handshake, explained by what the SYN side did: SYNs
+    sent again say the SYN-ACK never reached the client (the return path: asymmetric routing
+    through a stateful firewall); none sent again say it did, or the client gave up (a flood
+    or scan of many new source ports is diagnosis_patterns.floods', not this)."""
     half = diag.by_outcome("half_open")
     for g in group(half, lambda c: (c.flow["src"], c.flow["dst"], c.flow["dport"])):
         c, n = g[0], len(g)
@@ -186,21 +198,30 @@ def handshake_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
         synack = sum(x.facts.synack_retx[1 - x.o] for x in g if x.facts)
         retried = (f"; {client} sent its SYN again ({plural(syn, 'SYN retry')}), so the "
                    f"SYN-ACK never reached it" if syn else
-                   f"; {client} never answered it")
+                   f"; {client} never sent its SYN again, as a client whose SYN-ACK is lost does "
+                   "after a second")
+        if syn:
+            why = (f"The return path from {server} to {client} loses the SYN-ACK: asymmetric "
+                   "routing through a stateful firewall, or a filter or route on the way back.")
+            step = (f"Compare the effective routes of {server}'s and {client}'s subnets (UDR "
+                    f"next hops): both directions must cross the same firewall; capture at "
+                    f"{client} (--compare) to see whether the SYN-ACK arrives.")
+        else:
+            why = (f"So the SYN-ACK probably reached {client} and was dropped or ignored there "
+                   "(a host firewall, a half-open scanner), or the client gave up at once; a "
+                   "SYN-ACK lost on the way back would have brought the SYN again.")
+            step = (f"Capture at {client} (--compare): if the SYN-ACKs arrive, look at its "
+                    "host firewall and the application that connects; if they do not, compare "
+                    "the effective routes of both subnets (the return path).")
         out.append(f(
             "tcp_handshake_incomplete", "critical" if n >= 3 else "high",
             f"{plural(n, 'TCP connection')} from {client} to {server}:{port} never completed "
             "the handshake: SYN-ACK sent, no ACK came back",
             f"{server} answered each SYN with a SYN-ACK"
             + (f" ({plural(synack, 'SYN-ACK retry')})" if synack else "") + retried
-            + f" (e.g. {examples([x.label for x in g])}). The return path from {server} to "
-            f"{client} loses the SYN-ACK: asymmetric routing through a stateful firewall, or a "
-            "filter or route on the way back.",
+            + f" (e.g. {examples([x.label for x in g])}). " + why,
             spread([[x.flow["first_frame"]] + list(x.flow.get("evidence_frames", []))[:2]
-                    for x in g]),
-            f"Compare the effective routes of {server}'s and {client}'s subnets (UDR next "
-            "hops): both directions must cross the same firewall; capture at "
-            f"{client} (--compare) to see whether the SYN-ACK arrives.", n / 2))
+                    for x in g]), step, n / 2))
     one_way = diag.by_outcome("synack_only")
     for g in group(one_way, lambda c: (c.flow["src"], c.flow["dst"], c.flow["dport"])):
         c, n = g[0], len(g)

@@ -17,7 +17,8 @@ from .findings_paths import (
     spread,
     stalled_findings,
 )
-from .wording import duration_ms, listing, percent, plural, span_ms
+from .findings_retx import EXPLAINED, retransmission_findings
+from .wording import duration_ms, listing, plural, span_ms
 
 Finding = dict[str, Any]
 
@@ -61,6 +62,7 @@ def tcp_findings(doc: dict[str, Any], diag: Diagnosis, a_flag_frames: dict[int, 
             f"Find out whether {s['source']} is an authorised scanner; if not, isolate it and "
             "review what the answered ports expose. Failures of these attempts are the scan, "
             "not an outage.", 9.9))
+    _flood_findings(diag, f, out)
     unanswered = diag.by_outcome("unanswered")
     if unanswered:
         out.append(f(
@@ -111,10 +113,40 @@ def tcp_findings(doc: dict[str, Any], diag: Diagnosis, a_flag_frames: dict[int, 
             "(Azure LB/NAT default 4 min).", len(resets) / 3))
     mtu_findings(diag, f, out)
     stalled_findings(diag, f, out)
-    _loss_finding(diag, a_flag_frames, doc, f, out)
+    retransmission_findings(diag, a_flag_frames, doc, f, out)
     _zero_window_findings(diag, f, out)
     _other_tcp(doc, diag, a_flag_frames, f, out)
     return out
+
+
+def _flood_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:
+    for fl in diag.floods:
+        n, src = fl["attempts"], fl["sources"]
+        who = src[0] if fl["source_count"] == 1 else (
+            f"{fl['source_count']} addresses (e.g. {' and '.join(src[:2])})")
+        again = ("none sent again" if not fl["retried"] else
+                 f"only {fl['retried']} of {fl['judged']} sent again")
+        answered = fl["outcomes"].get("half_open", 0)
+        synacks = (f" ({plural(fl['synack_retries'], 'SYN-ACK retry')})"
+                   if fl["synack_retries"] else "")
+        reply = (f"{fl['host']} answered {plural(answered, 'of them', 'of them')} with a "
+                 f"SYN-ACK{synacks} that was never acknowledged" if answered else
+                 f"{fl['host']} answered none of them")
+        out.append(f(
+            "tcp_syn_flood", "high",
+            f"SYN flood from {who} to {fl['target']}: {plural(n, 'SYN')} from "
+            f"{plural(fl['source_ports'], 'source port')} in "
+            f"{duration_ms(fl['duration_s'] * 1000)}, {again}",
+            f"{plural(n, 'connection attempt')} at about {fl['per_second']:,.0f} per second, "
+            f"each from a new source port; a client whose SYN or SYN-ACK is lost sends its "
+            f"SYN again after a second, and {again.replace('sent again', 'did')}. {reply}: "
+            "half-open connections aimed at the host (a SYN flood, or a half-open scan of "
+            "this port), not a SYN-ACK lost on the way back.",
+            fl["frames"],
+            f"Find out what {who} is (floods often forge their source: check where the "
+            "packets enter); rate-limit or block it upstream (NSG, Azure DDoS Protection), and "
+            f"check {fl['host']}'s SYN backlog and SYN cookies (nstat -az | grep -i -e "
+            "ListenOverflows -e Syncookies).", 9.9))
 
 
 def _reset_by(resets: list[Connection]) -> str:
@@ -137,57 +169,6 @@ def _reset_frames(resets: list[Connection], frames: list[int]) -> list[int]:
     """The RSTs of several of these connections (else the capture's first RST frames)."""
     own = spread([[r[0] for r in c.facts.resets] for c in resets if c.facts])
     return own or frames
-
-
-EXPLAINED = {"mtu_blackhole": "the MTU black hole above", "stalled": "the stall above"}
-
-
-def _explained_note(loss: dict[str, Any]) -> str:
-    by = loss.get("explained_by") or {}
-    parts = [f"{plural(v['retransmitted'], 'retransmission')} on "
-             f"{plural(v['connections'], 'connection')} explained by {EXPLAINED[k]}"
-             for k, v in by.items() if v["retransmitted"]]
-    return f" Not counted here: {listing(parts)}." if parts else ""
-
-
-def _loss_finding(diag: Diagnosis, frames: dict[int, list[int]], doc: dict[str, Any], f: Any,
-                  out: list[Finding]) -> None:
-    """Loss not explained by another diagnosis; its figures (title, directions, worst flow)
-    all count the same thing: data segments retransmitted over data segments sent."""
-    loss = diag.loss.get("unexplained", diag.loss)
-    retx, segs = loss["retransmitted"], loss["data_segments"]
-    if retx <= 0:
-        return
-    rate = retx / segs if segs else 1.0
-    sev = "high" if rate > 0.05 else "medium" if rate > 0.01 else "low"
-    dirs = [f"{d['from']} -> {d['to']}: {d['retransmitted']} of {d['data_segments']} "
-            f"({percent(d['retransmitted'], d['data_segments'])})"
-            for d in loss["by_direction"] if d["retransmitted"]]
-    flows = loss["by_flow"]
-    hs = diag.handshake_retries
-    hs_note = ""
-    if hs["syn"] or hs["syn_ack"]:
-        hs_note = (f" Handshake retries (SYN {hs['syn']}, SYN-ACK {hs['syn_ack']}) belong to "
-                   "connection attempts and are not counted here.")
-    others = " on other connections" if diag.loss.get("explained_by") else ""
-    ta = doc["tcp_analysis"]
-    ev = spread([x["frames"] for x in flows]) or frames.get(T.RETRANSMISSION, [])
-    out.append(f(
-        "tcp_retransmissions", sev,
-        f"{plural(retx, 'data segment')} retransmitted{others} ({percent(retx, segs)} of "
-        f"{plural(segs, 'data segment')})",
-        f"On {loss['connections_with_retransmissions']} of the "
-        f"{plural(loss['connections'], 'connection')}"
-        + (" not explained above" if others else "") + ". By direction: "
-        + listing(dirs, 3)
-        + (f"; worst flow {flows[0]['flow']} ({flows[0]['retransmitted']} of "
-           f"{flows[0]['data_segments']})" if len(flows) > 1 else "")
-        + f". Spurious {loss['spurious']}; in the whole capture tshark marks "
-        f"{plural(ta['fast_retransmission'], 'fast retransmission')} and "
-        f"{plural(ta['duplicate_ack'], 'duplicate ACK')}: segments were lost or delayed on "
-        "the path." + _explained_note(diag.loss) + hs_note, ev,
-        "Packet loss on the path: check VM/NIC drops, throttling at the VM size's bandwidth "
-        "limit, and capture both ends (--compare) to see where loss happens.", rate * 100))
 
 
 def _zero_window_findings(diag: Diagnosis, f: Any, out: list[Finding]) -> None:

@@ -40,7 +40,12 @@ F_DIAG = 24  # None, or the rarely needed facts the diagnosis reads (facts.FlowF
 F_TTL0 = 25  # TTL + 1 of the direction's latest new-event packet that is no RST (0: none)
 F_IPID0 = 27  # IPv4 ID of its latest new-event packet that is no RST (0: none)
 F_IPIDPK0 = 29  # the direction's packet count at that packet
-F_SIZE = 31
+# Per direction, set by every TCP segment with data (the per-packet loop):
+F_LASTID0 = 31  # IPv4 ID of the direction's latest data segment (-1: none or IPv6); a copy
+#                 made in the network repeats it (facts.note_flags)
+F_MAXLEN0 = 33  # the largest payload the direction sent, and the sequence number of the first
+F_MAXSEQ0 = 35  # segment that size: a black hole eats the first full-size segment (diagnosis)
+F_SIZE = 37
 
 # Seen-event bits and their Zeek history letters.
 S_SYN = 1
@@ -69,6 +74,7 @@ def new_flow(proto: int, addrs: bytes, sport: int, dport: int, ts: int, frame: i
     rec[F_TA] = None
     rec[F_EVIDENCE] = None
     rec[F_DIAG] = None
+    rec[F_LASTID0] = rec[F_LASTID0 + 1] = -1
     return rec
 
 

@@ -77,6 +77,9 @@ class IcmpStats:
         # (proto, src, sport, dst, dport) of each quoted flow -> [router, meaning, first frame,
         # messages, frag-needed next-hop MTU or -1]: lets the diagnosis pin an error on its flow
         self.by_flow: dict[tuple[str, str, int, str, int], list[Any]] = {}
+        # UDP answered by an ICMP unreachable, by the destination host itself or by a router
+        # on the way: (client, server, port) -> [messages, first frames, senders, meanings]
+        self.refused_udp: dict[tuple[str, str, int], list[Any]] = {}
 
     def packet(self, buf: bytes, l4: int, end: int, proto: int, frame: int, addrs: bytes,
                alen: int) -> None:
@@ -113,6 +116,15 @@ class IcmpStats:
                 "meaning": "packet too big" if too_big else names.get(code, f"code {code}"),
                 "quoted_flow": quote,
             }
+            if unreach and quote is not None and quote["proto"] == "udp" \
+                    and not (proto == 1 and code == 4) and len(self.refused_udp) < MAX_FLOWS:
+                rk = (quote["src"], quote["dst"], quote.get("dport", 0))
+                row = self.refused_udp.setdefault(rk, [0, [], set(), set()])
+                row[0] += 1
+                if len(row[1]) < MAX_EXAMPLES:
+                    row[1].append(frame)
+                row[2].add(entry["from"])
+                row[3].add(entry["meaning"])
             if quote is not None and len(self.by_flow) < MAX_FLOWS:
                 fk = (quote["proto"], quote["src"], quote.get("sport", 0), quote["dst"],
                       quote.get("dport", 0))
@@ -136,6 +148,25 @@ class IcmpStats:
             elif len(self.unreachables) < MAX_EXAMPLES:
                 self.unreachables.append(entry)
 
+    def refused(self, port: int) -> dict[tuple[str, str], dict[str, Any]]:
+        """(client, server) -> what answered UDP to ``port`` with an ICMP unreachable:
+        messages, first frames, who sent them and what they said; ``by_host`` when every one
+        was the server's own port unreachable (its kernel is up; nothing listens there)."""
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for (c, h, p), (n, frames, senders, meanings) in self.refused_udp.items():
+            if p != port:
+                continue
+            row = out.setdefault((c, h), {"messages": 0, "frames": [], "from": set(),
+                                          "meanings": set()})
+            row["messages"] += n
+            row["frames"] = (row["frames"] + frames)[:MAX_EXAMPLES]
+            row["from"] |= senders
+            row["meanings"] |= meanings
+        for (_c, h), row in out.items():
+            row["by_host"] = row["from"] == {h} and row["meanings"] == {"port unreachable"}
+            row["from"], row["meanings"] = sorted(row["from"]), sorted(row["meanings"])
+        return out
+
     def summary(self) -> dict[str, Any]:
         """The semantic-JSON section."""
         return {
@@ -146,6 +177,12 @@ class IcmpStats:
             "unreachable_count": self.unreachable_count,
             "unreachables": self.unreachables,
             "fragmentation_needed": self.frag_needed,
+            "udp_unreachable": [
+                {"client": c, "server": h, "port": port, "messages": n, "frames": frames,
+                 "from": sorted(senders), "meanings": sorted(meanings)}
+                for (c, h, port), (n, frames, senders, meanings) in sorted(
+                    self.refused_udp.items(), key=lambda kv: -kv[1][0])[:MAX_EXAMPLES]
+            ],
             "time_exceeded": self.time_exceeded,
             "time_exceeded_from": dict(
                 sorted(self.time_exceeded_from.items(), key=lambda kv: -kv[1])[:MAX_EXAMPLES]

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from .compare_report import report_section, summary_lines
-from .wording import HISTORY_LEGEND, duration_ms, duration_ns, plural, state_legend, value
+from .wording import (
+    HISTORY_LEGEND,
+    duration_ms,
+    duration_ns,
+    listing,
+    plural,
+    state_legend,
+    value,
+)
 
 EXEC_MAX_LINES = 50
 EXPLAINED_NAMES = {"mtu_blackhole": "MTU black hole (`mtu_blackhole`)",
@@ -82,7 +90,7 @@ def retransmission_note(doc: dict[str, Any]) -> str:
     flagged = doc["tcp_analysis"]["retransmission"]
     if not flagged:
         return ""
-    data = doc["diagnosis"]["data_loss"]["retransmitted"]
+    data = doc["diagnosis"]["data_loss"]["flagged_by_tshark"]
     other = flagged - data
     if other <= 0:
         return " (data segments only)"
@@ -97,14 +105,22 @@ def _dns_line(dns: dict[str, Any]) -> list[str]:
     if not dns["queries"] and not rc:
         return []
     ex = dns["exchanges"]
+    names = ex.get("names", ex["total"])
+    fates = []
+    if ex["unanswered"]:
+        fates.append(f"{ex['unanswered']} never answered")
+    if ex.get("refused_by_host"):
+        fates.append(f"{ex['refused_by_host']} refused by the host (ICMP port unreachable: "
+                     "nothing listens on 53)")
+    if ex["at_capture_end"]:
+        fates.append(f"{ex['at_capture_end']} asked less than 1 s before the capture ended")
     return [
-        f"DNS: {plural(dns['queries'], 'query', 'queries')} for {plural(ex['total'], 'name')}"
-        f" (retries included), answers "
+        f"DNS: {plural(dns['queries'], 'query', 'queries')} (retries included) for "
+        f"{plural(names, 'name')} in {plural(ex['total'], 'exchange')} (one client asking "
+        "one server one name), answers "
         + (", ".join(f"{k} {v}" for k, v in rc.items()) or "none")
-        + (f"; {ex['unanswered']} of {plural(ex['total'], 'name')} never answered"
-           if ex["unanswered"] else "; every name answered")
-        + (f" ({ex['at_capture_end']} asked less than 1 s before the capture ended)."
-           if ex["at_capture_end"] else ".")
+        + ("; of the exchanges " + listing(fates) if fates else "; every exchange answered")
+        + "."
     ]
 
 
@@ -172,11 +188,27 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
               "retransmitted.", ""]
     else:
         segs = plural(loss["data_segments"], "data segment")
-        L += [f"Data loss: {loss['retransmitted']} of {segs} retransmitted (handshake retries "
-              "not included):", ""]
-        L += _table(["from", "to", "data segments", "retransmitted", "rate"], [
-            [d["from"], d["to"], d["data_segments"], d["retransmitted"],
-             f"{d['rate'] * 100:.1f} %"] for d in loss["by_direction"]]) + [""]
+        aside = []
+        if loss["copies"]:
+            aside.append(f"{plural(loss['copies'], 'copy', 'copies')} made in the network")
+        if loss["unneeded"]:
+            aside.append(f"{loss['unneeded']} the receiver did not need ({loss['dsack']} "
+                         f"D-SACK, {loss['spurious']} already acknowledged)")
+        L += [f"Data loss: {loss['lost']} of {segs} lost and retransmitted; "
+              f"{loss['retransmitted']} re-sent in all"
+              + (f", of which {listing(aside)}" if aside else "")
+              + " (handshake retries not included):", ""]
+        L += _table(["from", "to", "captured at", "data segments", "re-sent", "lost", "copies",
+                     "not needed", "loss rate"], [
+            [d["from"], d["to"], d["captured_at"], d["data_segments"], d["retransmitted"],
+             d["lost"], d["copies"], d["unneeded"], f"{d['loss_rate'] * 100:.1f} %"]
+            for d in loss["by_direction"]]) + [""]
+        point = doc["diagnosis"]["capture_point"]
+        if point["hosts"]:
+            L += ["Capture point: " + "; ".join(
+                f"{h} ({point['evidence'][h]})" for h in point["hosts"]) + ". At the sender "
+                "every range sent twice counts as re-sent (tshark's out-of-order ones "
+                "included), an upper bound on what the path dropped.", ""]
         for kind, v in (loss.get("explained_by") or {}).items():
             if v["retransmitted"]:
                 L += [f"Of these, {plural(v['retransmitted'], 'retransmission')} on "
@@ -203,8 +235,11 @@ def forensic_report_md(doc: dict[str, Any], title: str) -> str:
     else:
         by_srv = ex["unanswered_by_server"]
         L += [f"{plural(dns['queries'], 'query', 'queries')} ({plural(dns['retries'], 'retry')})"
-              f" for {plural(ex['total'], 'name')}, {plural(dns['responses'], 'response')}; "
-              f"{ex['unanswered']} of {plural(ex['total'], 'name')} never answered"
+              f" for {plural(ex.get('names', ex['total']), 'name')} in "
+              f"{plural(ex['total'], 'exchange')}, {plural(dns['responses'], 'response')}; "
+              f"{ex['unanswered']} of {plural(ex['total'], 'exchange')} never answered"
+              + (f", {ex['refused_by_host']} refused by the host (ICMP port unreachable)"
+                 if ex.get("refused_by_host") else "")
               + (" (" + ", ".join(f"{s}: {n} queries" for s, n in by_srv.items()) + ")"
                  if by_srv else "")
               + "; median answer time " + (duration_ms(dns["median_answer_ms"])

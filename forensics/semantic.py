@@ -140,7 +140,7 @@ def build_semantic(a: Analyzer, path: str, frame_flags: bool = False) -> dict[st
         "tcp_flow_count": seen.total(),
         "flows": flow_dicts,
         "flows_truncated": len(a.flows) > MAX_FLOWS,
-        "dns": a.dns.summary(a.last_ts),
+        "dns": a.dns.summary(a.last_ts, a.icmp.refused(53)),
         "icmp": a.icmp.summary(),
         "top_talkers": _top_talkers(a),
     }

@@ -17,8 +17,10 @@ def _colour(stream: TextIO) -> bool:
     return stream.isatty() and not os.environ.get("NO_COLOR")
 
 
-def top_findings(doc: dict[str, Any], paths: list[str], stream: TextIO) -> None:
-    """The capture in one line, its first findings with their next step, the files written."""
+def top_findings(doc: dict[str, Any], paths: list[str], stream: TextIO,
+                 where: str = "") -> None:
+    """The capture in one line, its first findings with their next step, the files written
+    (and where, when ``where`` says it in words, e.g. "the current directory")."""
     colour = _colour(stream)
     cap = doc["capture"]
     findings = doc["findings"]
@@ -37,6 +39,8 @@ def top_findings(doc: dict[str, Any], paths: list[str], stream: TextIO) -> None:
             print(f"             next: {f['next_step']}", file=stream)
     if len(findings) > len(shown):
         print(f"    … {len(findings) - len(shown)} more in the report", file=stream)
+    if where:
+        print(f"Written to {where}:", file=stream)
     labels = ("semantic JSON", "forensic report", "executive summary")
     for label, path in zip(labels, paths, strict=True):
         print(f"{label + ':':<19}{path}", file=stream)

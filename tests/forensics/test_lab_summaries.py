@@ -139,11 +139,12 @@ def test_loss_figures_use_one_definition(lab_doc: Any, tmp_path: Path) -> None:
     loss = doc["diagnosis"]["data_loss"]
     top = doc["findings"][0]
     assert top["id"] == "tcp_retransmissions"
-    title = re.match(r"(\d+) data segments retransmitted \(.* of (\d+) data segments\)",
-                     top["title"])
+    title = re.match(r"(\d+) data segments lost and retransmitted \(.* of (\d+) data "
+                     r"segments\)", top["title"])
     assert title, top["title"]
     retx, segs = int(title[1]), int(title[2])
-    assert (retx, segs) == (loss["retransmitted"], loss["data_segments"])
+    # the lab's senders re-send only what was lost: every re-sent segment is a lost one
+    assert (retx, segs) == (loss["lost"], loss["data_segments"]) == (loss["retransmitted"], segs)
     dirs = [tuple(map(int, m)) for m in re.findall(r": (\d+) of (\d+) \(", top["detail"])]
     assert sum(r for r, _ in dirs) == retx and sum(s for _, s in dirs) <= segs
     # the summary says what tshark's larger flag count is made of
@@ -174,8 +175,9 @@ def test_mixed_black_hole_and_loss_split_the_figures(tmp_path: Path) -> None:
     assert got[0] == "mtu_blackhole" and got.index("tcp_retransmissions") > 0
     mtu, retx = first(doc, "mtu_blackhole"), first(doc, "tcp_retransmissions")
     assert f"{black} of the capture's {loss['retransmitted']} retransmitted" in mtu["detail"]
-    assert retx["title"].startswith(f"{rest['retransmitted']} data segments retransmitted on "
+    assert retx["title"].startswith(f"{rest['lost']} data segments lost and retransmitted on "
                                     f"other connections")
+    assert rest["lost"] == rest["retransmitted"]
     assert f"of {rest['data_segments']} data segments" in retx["title"]
     assert f"Not counted here: {black} retransmissions on" in retx["detail"]
     assert (f"On {rest['connections_with_retransmissions']} of the {rest['connections']} "

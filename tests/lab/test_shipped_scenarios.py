@@ -34,7 +34,7 @@ RESOLVED = ("CONFIRMED", "REFUTED")
 STATE_LINE = re.compile(r"\b[Hh](\d{1,3})\s*(?:is\s+|:\s*|-\s*)?(CONFIRMED|REFUTED)\b")
 #: the forensic finding that shows each capture-decided fault (forensics/findings_*.py ids)
 FAULT_FINDINGS = {"mtu_blackhole": "mtu_blackhole", "service_down": "tcp_connection_refused",
-                  "custom_dns_broken": "dns_unanswered", "nva_reset": "tcp_injected_reset",
+                  "custom_dns_broken": "dns_port_unreachable", "nva_reset": "tcp_injected_reset",
                   "nva_loss": "two_ended_comparison"}
 SCENARIOS = shipped_scenarios()
 IDS = [p.stem for p in SCENARIOS]

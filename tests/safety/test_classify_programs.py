@@ -277,12 +277,12 @@ FILES = [
     ("ghost-forensics {d}/c.pcap --semantic-dir {d} --report-dir /etc", R,
      "T1.path_outside_data_dir"),
     ("ghost-forensics {d}/c.pcap --semantic-dir {d}", R, "T1.bad_value"),
-    ("ghost-forensics {d}/c.pcap", S, "T1.allowed"),  # writes next to the capture
+    ("ghost-forensics {d}/c.pcap", R, "T1.bad_value"),  # writes into the current directory
     ("ghost-forensics {d}/c.pcap --out {d}/out --jobs 2", S, "T1.allowed"),
     ("ghost-forensics {d}/c.pcap --semantic-dir {d} --report-dir {d} --jobs 4", S,
      "T1.allowed"),
     ("ghost-forensics {d}/c.pcap --out /tmp", R, "T1.path_outside_data_dir"),
-    ("ghost-forensics /tmp/c.pcap", R, "T1.path_outside_data_dir"),
+    ("ghost-forensics /tmp/c.pcap --out {d}", R, "T1.path_outside_data_dir"),
     ("ghost-forensics {d}/c.pcap --jobs 0", R, "T1.bad_value"),
     ("ghost-forensics {d}/c.pcap --jobs many", R, "T1.bad_value"),
     ("ghost-forensics {d}/c.pcap --jobs 2 --jobs 3", R, "T1.bad_value"),

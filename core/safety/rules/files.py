@@ -69,12 +69,13 @@ def classify_forensics(argv: tuple[str, ...], ctx: Context) -> Verdict:
     if len(parsed.positionals) != 1:
         return risky("T1.bad_target", argv, "ghost-forensics takes exactly one capture file.")
     engine_form = [len(parsed.values(n)) for n in ("--semantic-dir", "--report-dir")]
-    # the engine's form names both output directories; the engineer's form writes next to
-    # the capture (or into one --out): either one, never a mix
-    if engine_form != [1, 1] and (engine_form != [0, 0] or len(parsed.values("--out")) > 1):
+    # the engine's form names both output directories; the engineer's form names one --out
+    # (without it the files go to the current directory, which may lie anywhere): either
+    # one, never a mix
+    if engine_form != [1, 1] and (engine_form != [0, 0] or len(parsed.values("--out")) != 1):
         return risky("T1.bad_value", argv, "ghost-forensics needs exactly one --semantic-dir "
-                     "and one --report-dir inside the data directory, or neither (with at most "
-                     "one --out).")
+                     "and one --report-dir inside the data directory, or one --out there "
+                     "(without any it writes into the current directory).")
     if engine_form == [1, 1] and parsed.has("--out"):
         return risky("T1.bad_value", argv, "ghost-forensics takes --out or --semantic-dir "
                      "and --report-dir, not both.")
