@@ -32,9 +32,16 @@ from .terminal import top_findings
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 
+def _flowlogs(args: list[str]) -> int:
+    """The flow-log analyser, imported only when asked for (the capture path stays lean)."""
+    from .flowlogs_cli import main as flowlogs_main
+
+    return flowlogs_main(args)
+
+
 #: ``ghost-forensics NAME ARGS...``: NAME's entry point, given ARGS, returns the exit status
 #: (raising ForensicsError or OSError for bad input, as run() does)
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"flowlogs": _flowlogs}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -187,13 +194,8 @@ def _run(argv: list[str] | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: never a traceback, always a one-line reason on failure.
 
-    A first argument ``flowlogs`` is the flow-log subcommand (``flowlogs_cli``); a capture
-    file of that name is reached as ``./flowlogs``."""
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["flowlogs"]:
-        from .flowlogs_cli import main as flowlogs_main
-
-        return flowlogs_main(args[1:])
+    A first argument ``flowlogs`` is the flow-log subcommand (``flowlogs_cli``, in
+    SUBCOMMANDS); a capture file of that name is reached as ``./flowlogs``."""
     try:
         code = run(argv)
     except ForensicsError as exc:
