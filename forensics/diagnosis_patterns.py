@@ -135,6 +135,10 @@ def mtu(diag: Diagnosis, tcp: list[list[Any]], convs: dict[int, list[Any]],
                          and conv[1 - d][4] == stalled_at and 0 < passed < HALF)
             if not 0 < peer_avg < size and not own_first:
                 continue  # nothing smaller was seen getting through
+            big_at, big_len = rec[F_MAXSEQ0 + d], rec[F_MAXLEN0 + d]
+            if big_at != stalled_at and big_len >= size \
+                    and not before(conv[1 - d][4], (big_at + big_len) & M32):
+                continue  # a segment this size got through earlier: the path carries it
             src, dst = c.ends[d], c.ends[1 - d]
             sp, dp = (rec[2], rec[3]) if d == 0 else (rec[3], rec[2])
             icmp = [v for k, v in by_flow.items() if v[4] >= 0 and {k[1], k[3]} == {src, dst}]
