@@ -29,7 +29,7 @@ CAPTURES = Path("/data/lab/captures")
     ("rm /etc/passwd", False),
     ("rm /data/lab/captures/../../etc/x.pcap", False),
     ("az vm run-command invoke -g rg -n web-vm-01 --command-id RunShellScript --scripts "
-     "'ss -ltn; ip route'", True),
+     "'ss -ltn' 'ip route' 'free -m' uptime", True),
     ("az vm run-command invoke -g rg -n web-vm-01 --command-id RunShellScript --scripts "
      "'systemctl restart redis'", False),
     ("az network nsg rule delete -g rg --nsg-name nsg-data -n deny-web-to-redis", False),
