@@ -68,6 +68,8 @@ class OrchestratorConfig:
     local_artifact_max_age_days: int = 7
     download_retry_delay: float = 5.0
     storage_auth_mode: str = "login"  # shown in the az equivalent; the backend does the auth
+    #: the backend is the lab's simulated estate: a resource left behind costs nothing
+    simulated: bool = False
 
 
 def backoff_seconds(attempt: int, config: OrchestratorConfig) -> float:
