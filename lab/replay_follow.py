@@ -19,6 +19,8 @@ from lab.replay_format import Expect
 #: a shell response for a command that did not run because someone (or the gate) said no
 _REFUSED_ERRORS = ("user_denied", "user_abandoned", "approval_expired", "forbidden_command")
 _FAILED_TASK = ("FAILED", "TIMED_OUT", "CANCELLED", "ABANDONED")
+#: a task that ended without a capture (cleaned up to DONE afterwards, so the state says DONE)
+_FAILED_STATUS = ("task_failed", "task_timed_out", "task_cancelled")
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ def _check_task(expect: Expect, answers: Mapping[str, list[Mapping[str, Any]]],
         if analysed:
             return None
         return _task_divergence(label, "has no forensic report", latest, denied, task_id)
-    if state in _FAILED_TASK and not analysed:
+    if (state in _FAILED_TASK or latest.get("status") in _FAILED_STATUS) and not analysed:
         return _task_divergence(label, "did not run", latest, denied, task_id)
     return None
 
