@@ -41,7 +41,8 @@ _INNOCENT = (r"(?:fine|ok|okay|healthy|clean|correct|normal|innocent|unrelated|i
              r"(?:fine|correctly|normally|as\s+(?:expected|intended|designed)))?|"
              r"(?:a|an|just\s+a|only\s+a|merely\s+a)\s+(?:red\s+herring|coincidence|"
              r"distraction|symptom|side\s+effect|false\s+lead)|red\s+herrings?|coincidental|"
-             r"ruled\s+out|refuted|excluded|cleared|eliminated|dismissed|exonerated|"
+             r"ruled\s+out|refuted|excluded|cleared|eliminated|dismissed|exonerated|good|"
+             r"(?:a|an|just\s+a)\s+false\s+alarm|benign|"
              r"off\s+the\s+path|not\s+on\s+the\s+path|not\s+involved|uninvolved|open|"
              r"not\s+(?:at\s+fault|to\s+blame|responsible|the\s+(?:root\s+)?(?:cause|culprit|"
              r"problem|issue|reason|source|fault|explanation))|no\s+(?:factor|issue|problem))")
@@ -62,6 +63,8 @@ POST = re.compile(
     r"|\bcannot\s+(?:explain|be\s+the)\b|\bcan\s+be\s+(?:ruled\s+out|excluded|ignored)\b"
     r"|,\s*not\s+the\s+" + _CAUSE_NOUN + r"\b|\bchanged\s+nothing\b|\bmade\s+no\s+difference\b"
     r"|\bchecks?\s+out\b|\bchecked\s+out\b"
+    r"|\b(?:works?|worked|behaves?|behaved|performs?|performed)\s+(?:fine|correctly|normally|"
+    r"as\s+(?:expected|intended|designed|configured))\b|\bdid\s+nothing\s+wrong\b"
     r"|\bonly\s+(?:matches|match|applies\s+to|apply\s+to|affects|covers|opens)\b"
     r"|\ballow(?:s|ed)?\s+(?:the|this|that|their|its)\s+(?:flow|traffic|connections?|packets?)\b"
     r"|(?:,|\(|\s[—–-])\s*(?:a|an|just\s+a|only\s+a)\s+(?:red\s+herring|coincidence|distraction|"
@@ -72,7 +75,9 @@ PRE = re.compile(
     r"\b(?:ruled?\s+out|rules\s+out|ruling\s+out|exclud(?:e|ed|es|ing)|refut(?:e|ed|es|ing)|"
     r"clear(?:ed|s|ing)?|eliminat(?:e|ed|es|ing)|dismiss(?:ed|es|ing)?|exonerat(?:e|ed|es|ing)|"
     r"rather\s+than|instead\s+of|other\s+than|unlike|neither|nor|not|"
-    r"(?:is|was|are|were)(?:n't|\s+not)|"
+    r"(?:is|was|are|were)(?:n't|\s+not)|unrelated\s+to|not\s+related\s+to|"
+    r"(?:has|had|have)\s+nothing\s+to\s+do\s+with|not\s+(?:caused\s+by|due\s+to|because\s+of)|"
+    r"as\s+opposed\s+to|no\s+(?:evidence|sign|indication)\s+(?:that|of)|"
     r"nothing\s+(?:wrong|amiss)\s+(?:with|in|on|at)|no\s+(?:problem|issue|fault|error)s?\s+"
     r"(?:with|in|on|at)|innocent)\b",
     re.IGNORECASE)
@@ -81,6 +86,7 @@ _AUX_BEFORE = re.compile(r"\b(?:is|was|are|were|do|does|did|can|could|would|will
                          r"had|should|must|may|might)\s*$", re.IGNORECASE)
 #: what may stand between a pre-clearing word and its term ("ruled out the busy CPU")
 _GAP = re.compile(r"^[\s,:—–-]*(?:(?:the|a|an|its|their|any|both|either|that|this|rule|route|"
+                  r"in|with|on|at|of|from|by|"
                   r"routes|nsg|vm|vms|change|changes|deployment|write|edit|spike|"
                   r"busy|recent|new|later|earlier|h\d{1,3}|\d\d:\d\d|[A-Za-z]+'s)"
                   r"[\s,:—–-]+){0,4}$", re.IGNORECASE)
@@ -158,13 +164,26 @@ def _cleared_spans(clause: str, spans: Sequence[tuple[int, int, str]]) -> set[in
     return cleared
 
 
+#: a clause that speaks of the thing the previous clause named ("…, but it is not the cause")
+_PRONOUN = re.compile(r"^\s*(?:it|this|that|they|these|those|the\s+(?:change|rule|route|write|"
+                      r"edit|deployment|restart|update|spike|alert))\b", re.IGNORECASE)
+
+
 def mentions(text: str, terms: Iterable[str]) -> list[Mention]:
-    """Every mention of every term in ``text``, each with whether its clause clears it."""
+    """Every mention of every term in ``text``, each with whether its clause clears it. A
+    clause that clears a pronoun ("X changed at 14:05, but it is not the cause") clears the
+    last thing the clause before it named."""
     terms = list(terms)
     out: list[Mention] = []
     for clause in clauses(text):
         spans = _spans(clause, terms)
         cleared = _cleared_spans(clause, spans)
+        if out and _PRONOUN.match(clause):
+            first = spans[0][0] if spans else len(clause)
+            if any(m.start() < first and not _DOUBLE.search(clause[m.start(): m.end() + 1])
+                   for m in POST.finditer(clause)):
+                last = out[-1]
+                out[-1] = Mention(last.term, last.clause, True)
         out += [Mention(term, clause, i in cleared) for i, (_, _, term) in enumerate(spans)]
     return out
 

@@ -206,3 +206,43 @@ def test_the_conclusion_cites_audit_ids_of_this_session_only() -> None:
         completion={"root_cause_summary": summary}, hypothesis_log=[], model_turns=[],
         audit_records=[record]))
     assert not bare.ok and bare.reasons[0].startswith("cites no audit record")
+
+
+@pytest.mark.parametrize("text, term, cleared", [
+    ("deny-web-to-redis on nsg-data is not the cause.", "deny-web-to-redis", True),
+    ("Ruled out: h2 — deny-web-to-redis on nsg-data.", "deny-web-to-redis", True),
+    ("nsg-data and deny-web-to-redis were fine.", "nsg-data", True),
+    ("deny-web-to-redis changed at 14:05, but it is not the cause.", "deny-web-to-redis", True),
+    ("The outage has nothing to do with deny-web-to-redis.", "deny-web-to-redis", True),
+    ("There is no evidence that deny-web-to-redis caused it.", "deny-web-to-redis", True),
+    ("The problem lies elsewhere, not in deny-web-to-redis.", "deny-web-to-redis", True),
+    ("deny-web-to-redis works as expected.", "deny-web-to-redis", True),
+    ("The timing of deny-web-to-redis is not a coincidence.", "deny-web-to-redis", False),
+    ("deny-web-to-redis drops 6379, not the api-vm-02 deployment.", "deny-web-to-redis", False),
+    ("deny-web-to-redis drops 6379, not the api-vm-02 deployment.", "api-vm-02", True),
+    ("The firewall nva-fw-01 is not forwarding packets: it is deallocated.", "nva-fw-01", False),
+    ("The zone is not linked to vnet-orders.", "linked", False),
+    ("api-vm-02 is not running.", "api-vm-02", False),
+    ("Traffic to api-vm-01 does not reach it because deny-web-to-redis drops it.",
+     "deny-web-to-redis", False),
+])
+def test_negation_is_judged_per_clause_and_per_mention(text: str, term: str,
+                                                        cleared: bool) -> None:
+    from lab.eval.clearing import mentions
+
+    found = [m for m in mentions(text, [term, "nsg-data", "api-vm-02"]) if m.term == term]
+    assert found and any(m.cleared for m in found) is cleared, found
+
+
+def test_figures_and_names_a_summary_states() -> None:
+    from lab.eval.grounding import figures_and_names, has_figure
+
+    figures, names = figures_and_names(
+        "Rule deny-x (priority 100) on nsg-data drops 8 % of 1460-byte segments to "
+        "redis-vm-01:6379 and 10.1.2.4:6379 from 10.1.1.0/24 since 14:05, says "
+        "alice@contoso.com; HTTP/1.1, SHA-256, IPv4, h1 and ghost_20261125_121943_004 are not "
+        "figures; nva-07 is a name.")
+    assert figures == ["100", "8", "1460", "6379", "10.1.2.4", "10.1.1.0/24", "14:05"]
+    assert names == ["nsg-data", "redis-vm-01", "alice@contoso.com", "nva-07"]
+    assert has_figure("loss 8.0 %", "8") and has_figure("2026-11-20T14:05:00Z", "14:05")
+    assert not has_figure("10.1.2.40", "10.1.2.4") and not has_figure("14000", "1400")
