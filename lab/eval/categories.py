@@ -104,7 +104,9 @@ SIGNALS: dict[str, Signal] = {
     "mtu_blackhole": Signal(_ci(r"black[ -]?hole|mtu_blackhole|frag(?:mentation)?[ -]needed|"
                                 r"message too long|never acknowledged|100% packet loss")),
     "nva_loss": Signal(_ci(r"\b[1-9]\d*(?:\.\d+)?% packet loss|retransmitted|retransmission|"
-                           r"never received|two[-_ ]ended|lost in transit"), marker=False),
+                           r"never received|two[-_ ]ended|lost in transit|"
+                           r"(?s:\"connectionStatus\": \"Reachable\".*\"probesFailed\": [1-9])"),
+                       marker=False),
     "nva_reset": Signal(_ci(r"injected|in the other side's name|do not look like its packets|"
                             r"reset by (?:both ends|a middlebox|peer)|connection reset|"
                             r"\b[1-9]\d* resets?\b|RST packets [1-9]"), marker=False),

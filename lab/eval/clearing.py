@@ -63,13 +63,20 @@ POST = re.compile(
     r"|\bcannot\s+(?:explain|be\s+the)\b|\bcan\s+be\s+(?:ruled\s+out|excluded|ignored)\b"
     r"|,\s*not\s+the\s+" + _CAUSE_NOUN + r"\b|\bchanged\s+nothing\b|\bmade\s+no\s+difference\b"
     r"|\bchecks?\s+out\b|\bchecked\s+out\b"
-    r"|\b(?:works?|worked|behaves?|behaved|performs?|performed)\s+(?:fine|correctly|normally|"
-    r"as\s+(?:expected|intended|designed|configured))\b|\bdid\s+nothing\s+wrong\b"
-    r"|\bonly\s+(?:matches|match|applies\s+to|apply\s+to|affects|covers|opens)\b"
-    r"|\ballow(?:s|ed)?\s+(?:the|this|that|their|its)\s+(?:flow|traffic|connections?|packets?)\b"
     r"|(?:,|\(|\s[—–-])\s*(?:a|an|just\s+a|only\s+a)\s+(?:red\s+herring|coincidence|distraction|"
     r"false\s+lead)\b",
     re.IGNORECASE)
+#: predicates that clear only their own subject, right before them ("nsg-app allows the
+#: flow"; not "nva-fw-01 (10.0.1.4), its routes and NSGs allow the flow")
+TIGHT = re.compile(
+    r"\b(?:works?|worked|behaves?|behaved|performs?|performed)\s+(?:fine|correctly|normally|"
+    r"as\s+(?:expected|intended|designed|configured))\b|\bdid\s+nothing\s+wrong\b"
+    r"|\bonly\s+(?:matches|match|applies\s+to|apply\s+to|affects|covers|opens)\b"
+    r"|\ballow(?:s|ed)?\s+(?:the|this|that|their|its)\s+(?:flow|traffic|connections?|packets?)\b",
+    re.IGNORECASE)
+_SUBJECT_GAP = re.compile(r"^\s*(?:(?!and\b|or\b|but\b)[A-Za-z0-9'()-]+\s+){0,3}$",
+                          re.IGNORECASE)
+
 #: words that clear the term right after them ("ruled out X", "…, not X", "rather than X")
 PRE = re.compile(
     r"\b(?:ruled?\s+out|rules\s+out|ruling\s+out|exclud(?:e|ed|es|ing)|refut(?:e|ed|es|ing)|"
@@ -141,6 +148,10 @@ def _cleared_spans(clause: str, spans: Sequence[tuple[int, int, str]]) -> set[in
             if not _LIST_GLUE.match(between):
                 break
             cleared.add(i)
+    for m in TIGHT.finditer(clause):
+        before = [i for i, (_, end, _) in enumerate(spans) if end <= m.start()]
+        if before and _SUBJECT_GAP.match(clause[spans[before[-1]][1]: m.start()]):
+            cleared.add(before[-1])
     for m in PRE.finditer(clause):
         word = m.group(0).lower()
         if word == "not" and (_AUX_BEFORE.search(clause[: m.start()])

@@ -246,3 +246,17 @@ def test_figures_and_names_a_summary_states() -> None:
     assert names == ["nsg-data", "redis-vm-01", "alice@contoso.com", "nva-07"]
     assert has_figure("loss 8.0 %", "8") and has_figure("2026-11-20T14:05:00Z", "14:05")
     assert not has_figure("10.1.2.40", "10.1.2.4") and not has_figure("14000", "1400")
+
+
+@pytest.mark.parametrize("text, term, cleared", [
+    ("The subnet NSG nsg-app allows the flow.", "nsg-app", True),
+    ("The path crosses nva-fw-01 (10.0.1.4), its routes and NSGs allow the flow.", "nva-fw-01",
+     False),
+    ("api-vm-01 runs and the NSG allows the flow, so 8080 refuses.", "api-vm-01", False),
+])
+def test_a_narrow_predicate_clears_only_its_own_subject(text: str, term: str,
+                                                        cleared: bool) -> None:
+    from lab.eval.clearing import mentions
+
+    found = [m for m in mentions(text, [term]) if m.term == term]
+    assert found and any(m.cleared for m in found) is cleared, found
