@@ -118,7 +118,7 @@ def lab_orchestrator(lab: Lab, store: Store, shell: Any, session_id: str, *,
     tasks = store if store.lab else StoreClass(store.db, clock=store.clock, lab=lab.key)
     config = OrchestratorConfig(local_capture_dir=lab.capture_dir, initial_poll_interval=2.0,
                                 max_poll_interval=2.0, poll_burst_limit=20.0,
-                                download_retry_delay=0.2)
+                                download_retry_delay=0.2, simulated=True)
     return CloudOrchestrator(shell=shell, backend=lab.backend, tasks=tasks,
                              session_id=session_id, config=config, scan_orphans=scan_orphans,
                              is_session_live=is_live)

@@ -13,13 +13,17 @@ investigation produced, read from the history alone (docs/lab.md, "The replay"):
   path of capture task N, as the latest orchestrator answer gave it, shell-quoted, so a replay
   can ``cat`` it wherever the data directory is.
 
+A turn may declare what it depends on (``expects``) and where to go when that did not happen
+as scripted (``on_denied``, ``on_changed``): ``lab.replay_format`` reads those fields,
+``lab.replay_follow`` checks them against the history and ``lab.replay_end`` ends a replay that
+cannot follow what ran without narrating what did not happen.
+
 Everything else (gate, approvals, audit, captures, RCA) runs for real.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -28,6 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.engine.brain import BrainError, FunctionCall, ModelReply
+from lab.replay_end import honest_end
+from lab.replay_follow import Divergence, check, responses
+from lab.replay_format import ReplayError as ReplayError
+from lab.replay_format import Script, Turn, load_script
 
 if TYPE_CHECKING:
     from lab.scenario import Scenario
@@ -39,41 +47,12 @@ _AUDIT_REF = "_audit_ref"
 _PATH_KEYS = {"report": "report_path", "summary": "executive_summary_path"}
 
 
-class ReplayError(Exception):
-    """The replay file is missing or not a list of model turns (one line, for the engineer)."""
-
-
 def load_replay(path: Path) -> list[dict[str, Any]]:
-    """The turns of a replay file, checked for shape."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ReplayError(f"{path}: replay file not found") from exc
-    except (OSError, ValueError) as exc:
-        raise ReplayError(f"{path}: not readable JSON ({exc})") from exc
-    if not isinstance(data, list) or not data:
-        raise ReplayError(f"{path}: a replay is a non-empty JSON list of model turns")
-    for i, turn in enumerate(data):
-        parts = turn.get("parts") if isinstance(turn, dict) else None
-        if not isinstance(parts, list) or not parts or not all(isinstance(p, dict)
-                                                               for p in parts):
-            raise ReplayError(f"{path}: [{i}]: a turn is {{\"parts\": [...]}} with at least "
-                              "one part")
-    return data
+    """The turns of a replay file, checked for shape (branches and dependencies included)."""
+    return [dict(turn) for turn in load_script(path).raw]
 
 
-def _responses(history: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
-    """Every function response in the history, in order: (tool name, response body)."""
-    found: list[tuple[str, Mapping[str, Any]]] = []
-    for turn in history:
-        for part in turn.get("parts") or []:
-            response = part.get("functionResponse") if isinstance(part, Mapping) else None
-            if not isinstance(response, Mapping):
-                continue
-            body = response.get("response")
-            found.append((str(response.get("name") or ""),
-                          body if isinstance(body, Mapping) else {}))
-    return found
+_responses = responses
 
 
 def capture_task_ids(history: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -178,8 +157,11 @@ class ReplayContext:
         return self.path(kind, int(n), ref)
 
 
+MISFIT = "; the replay does not fit what ran"
+
+
 def _misfit(what: str) -> BrainError:
-    return BrainError(f"the replay {what}; the replay does not fit what ran", transient=False)
+    return BrainError(f"the replay {what}{MISFIT}", transient=False)
 
 
 def substitute(value: Any, context: ReplayContext | Sequence[str]) -> Any:
@@ -195,39 +177,121 @@ def substitute(value: Any, context: ReplayContext | Sequence[str]) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class _Step:
+    """Where the script stands at one model call: the sequence, the position, and what it
+    serves there (a scripted turn, or the honest end)."""
+
+    turns: tuple[Turn, ...]
+    position: int
+    content: dict[str, Any] | None = None
+    end: Divergence | None = None
+
+
+def _model_positions(history: Sequence[Mapping[str, Any]]) -> list[int]:
+    return [i for i, turn in enumerate(history) if turn.get("role") == "model"]
+
+
+def scripted_commands(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The commands of the replay's own run_shell_cmd calls, in order (placeholders filled)."""
+    commands: list[str] = []
+    for turn in history:
+        if turn.get("role") != "model":
+            continue
+        for part in turn.get("parts") or []:
+            call = part.get("functionCall") if isinstance(part, Mapping) else None
+            if isinstance(call, Mapping) and call.get("name") == "run_shell_cmd":
+                args = call.get("args")
+                commands.append(str(args.get("command") or "") if isinstance(args, Mapping)
+                                else "")
+    return commands
+
+
 class ReplayBrain:
-    """``core.engine.brain.Brain`` that answers with a scenario's scripted turns."""
+    """``core.engine.brain.Brain`` that answers with a scenario's scripted turns.
+
+    Where the script declares what a turn depends on (``expects``), the brain follows what
+    ran: a denied or changed dependency takes the turn's ``on_denied`` / ``on_changed`` branch,
+    or ends the investigation honestly (``lab.replay_end``). Which turn answers a model call
+    is worked out again from the history at every call, so a chat worker in another process
+    serves the same turn.
+    """
 
     def __init__(self, scenario: Scenario) -> None:
         path = scenario.replay_path()
         if path is None:
             raise ReplayError(f"scenario {scenario.name} has no replay; set GEMINI_API_KEY to "
                               "let Gemini investigate it")
-        self.turns = load_replay(path)
+        self.script: Script = load_script(path)
+        self.turns = list(self.script.raw)
         self.model = f"replay:{scenario.name}"
         self.path = path
 
     def generate(self, *, system_prompt: str, tools: Sequence[Mapping[str, Any]],
                  history: Sequence[Mapping[str, Any]]) -> ModelReply:
-        index = sum(1 for turn in history if turn.get("role") == "model")
-        if index >= len(self.turns):
-            raise BrainError(f"the replay {self.path.name} has no turn {index + 1} (it has "
-                             f"{len(self.turns)}); it should end with complete_investigation",
-                             transient=False)
+        positions = _model_positions(history)
+        turns, position = self.script.turns, 0
+        step: _Step | None = None
+        for n in range(len(positions) + 1):
+            prefix = history[:positions[n]] if n < len(positions) else history
+            step = self._resolve(turns, position, prefix, n, fill=n == len(positions))
+            if step.end is not None:
+                break  # the honest end was served: nothing of the script follows it
+            turns, position = step.turns, step.position + 1
+        assert step is not None
+        if step.end is not None:
+            content = honest_end(step.end, history)
+        else:
+            assert step.content is not None
+            content = step.content
+        return _reply(content)
+
+    def _resolve(self, turns: tuple[Turn, ...], position: int,
+                 history: Sequence[Mapping[str, Any]], call: int, *, fill: bool) -> _Step:
+        """The turn that answers model call ``call`` (0-based), following branches."""
+        while True:
+            if position >= len(turns):
+                raise BrainError(f"the replay {self.path.name} has no turn {call + 1} (it "
+                                 f"has {call}); it should end with complete_investigation",
+                                 transient=False)
+            turn = turns[position]
+            if not self.script.follows:
+                return _Step(turns, position, self._fill(turn, history, call) if fill else None)
+            divergence = check(turn.expects, history, scripted_commands(history),
+                               capture_task_ids(history))
+            content = None
+            if divergence is None:
+                try:
+                    content = self._fill(turn, history, call)
+                except BrainError as exc:  # a placeholder for something that never came
+                    what = str(exc).split(": ", 1)[-1].replace(MISFIT, "")
+                    divergence = Divergence("changed", what.removeprefix("the replay "))
+            if divergence is None:
+                return _Step(turns, position, content)
+            branch = turn.branch(divergence.kind)
+            if branch is None:
+                return _Step(turns, position, end=divergence)
+            turns, position = branch, 0
+
+    def _fill(self, turn: Turn, history: Sequence[Mapping[str, Any]], call: int
+              ) -> dict[str, Any]:
         try:
-            content = substitute(copy.deepcopy(self.turns[index]), ReplayContext.of(history))
+            return dict(substitute(copy.deepcopy(dict(turn.content)), ReplayContext.of(history)))
         except BrainError as exc:
-            raise BrainError(f"{self.path.name}, turn {index + 1}: {exc}",
+            raise BrainError(f"{self.path.name}, turn {call + 1}: {exc}",
                              transient=False) from exc
-        content["role"] = "model"
-        calls = []
-        text = []
-        for part in content["parts"]:
-            call = part.get("functionCall")
-            if isinstance(call, dict):
-                calls.append(FunctionCall(name=str(call.get("name") or ""),
-                                          args=dict(call.get("args") or {}), id=call.get("id")))
-            elif isinstance(part.get("text"), str) and not part.get("thought"):
-                text.append(part["text"])
-        return ModelReply(content=content, function_calls=tuple(calls), text="".join(text),
-                          finish_reason="STOP")
+
+
+def _reply(content: dict[str, Any]) -> ModelReply:
+    content = {**content, "role": "model"}
+    calls = []
+    text = []
+    for part in content["parts"]:
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            calls.append(FunctionCall(name=str(call.get("name") or ""),
+                                      args=dict(call.get("args") or {}), id=call.get("id")))
+        elif isinstance(part.get("text"), str) and not part.get("thought"):
+            text.append(part["text"])
+    return ModelReply(content=content, function_calls=tuple(calls), text="".join(text),
+                      finish_reason="STOP")

@@ -60,10 +60,18 @@ def script_for(n: int, cleanup: bool = True) -> list[dict[str, Any]]:
     """Investigation ``n``'s model turns (placeholders still in); without ``cleanup`` the
     replay's ``cleanup_task`` turn (three more approvals: capture, blob, local file) is left
     out."""
-    turns: list[dict[str, Any]] = json.loads(_REPLAY.read_text(encoding="utf-8"))
-    if not cleanup:
-        turns = [t for t in turns if not any(
-            (p.get("functionCall") or {}).get("name") == "cleanup_task" for p in t["parts"])]
+    # the main line only: every approval of the drill is granted, so the replay's branches for
+    # a denied or edited step (its expects/on_denied/on_changed) never play here
+    turns: list[dict[str, Any]] = [{"parts": t["parts"]} for t in
+                                   json.loads(_REPLAY.read_text(encoding="utf-8"))]
+    if not cleanup:  # the cleanup_task calls go, and a turn that only cleaned up
+        kept_turns = []
+        for turn in turns:
+            parts = [p for p in turn["parts"]
+                     if (p.get("functionCall") or {}).get("name") != "cleanup_task"]
+            if any("functionCall" in p for p in parts):
+                kept_turns.append({"parts": parts})
+        turns = kept_turns
     first, second = risky_commands(n)
     inserted = [
         {"parts": [{"text": "Checking the API port from web-vm-01 itself."},

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.chat.records import ApprovalLike, InvestigationLike
-from core.safety.approval import ApprovalPolicy
+from core.safety.approval import ApprovalPolicy, is_modifiable
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class ApprovalCard:
     modified_by: str | None
     needed: str
     expires_at: datetime | None
+    #: False for a step with nothing to edit (an SDK delete or download): no Modify button
+    modifiable: bool = True
 
 
 def approvals_needed(policy: ApprovalPolicy, requester: str | None,
@@ -58,7 +60,7 @@ def approval_card(approval: ApprovalLike, inv: InvestigationLike,
         reasoning=approval.reasoning, environment=approval.environment,
         investigation_requester=inv.requested_by, modified_by=approval.modified_by,
         needed=approvals_needed(policy, inv.requested_by, approval.modified_by),
-        expires_at=approval.expires_at,
+        expires_at=approval.expires_at, modifiable=is_modifiable(approval.context),
     )
 
 

@@ -17,6 +17,9 @@ def task_line(name: str, result: Mapping[str, Any]) -> str:
         if result.get("status") == "error":
             return f"⚠️ `{name}` failed: {message or result.get('error') or 'no details'}"
         return f"`{name}`: {message or state}"
+    edited = result.get("edited")
+    if isinstance(edited, list) and edited:  # an engineer's Modify changed what ran
+        message += f" (edited by an engineer: {'; '.join(str(e) for e in edited)})"
     return f"Capture {task}: {state}" + (f" — {message}" if message else "") + f" ({name})"
 
 

@@ -15,7 +15,14 @@ from typing import Any, Protocol
 from bot.chat.approval_cards import DecisionOutcome, outcome_of
 from bot.chat.ports import Directory
 from core.errors import UnknownInvestigation
-from core.safety.approval import ApprovalPolicy, Decision, DecisionKind, may_decide
+from core.safety.approval import (
+    NOT_MODIFIABLE,
+    ApprovalPolicy,
+    Decision,
+    DecisionKind,
+    is_modifiable,
+    may_decide,
+)
 
 
 class DecisionShell(Protocol):
@@ -92,6 +99,8 @@ class Decider:
         if kind is DecisionKind.MODIFY and not (request.new_command or "").strip():
             return DecisionResult("refused", "The edited command is empty; nothing changed.")
         approval = self.store.get_approval(request.approval_id)
+        if kind is DecisionKind.MODIFY and not is_modifiable(approval.context):
+            return DecisionResult("refused", NOT_MODIFIABLE, session_id=approval.session_id)
         decision = Decision(kind, request.actor, reason=(request.reason or "").strip() or None,
                             new_command=(request.new_command or "").strip() or None)
         updated = self.shell_for(approval.session_id).decide(request.approval_id, decision)

@@ -32,11 +32,12 @@ def add_parser(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     from lab.eval.policy import POLICIES
 
     parser = groups.add_parser(
-        "eval", help="score Ghost's investigations on lab scenarios (solved, evidence, cost)",
+        "eval", help="score Ghost's investigations on lab scenarios (solved, evidence, "
+        "grounded, cost)",
         description="Play each lab scenario as a full investigation (real engine, gate, "
         "captures and forensics on a simulated estate), approve RISKY commands by a policy, "
-        "and score it without an LLM judge: solved, cited evidence, safety, effort, tokens "
-        "and cost. docs/eval.md explains the scoring.",
+        "and score it without an LLM judge: solved, cited evidence, grounded, safety, effort, "
+        "tokens and cost. docs/eval.md explains the scoring.",
     )
     parser.add_argument("--scenarios", nargs="+", metavar="DIR|FILE",
                         help="scenario files, directories of them, or shipped names "
@@ -108,7 +109,7 @@ def run_suite(settings: Settings, paths: Sequence[Path], *, replay: bool, repeat
               parallel: int, report: Path | None, policy: str, out: TextIO,
               progress: TextIO) -> int:
     """Run every scenario ``repeat`` times, print the table, write the report; exit 0 when
-    every run was solved with cited evidence."""
+    every run was solved, with cited evidence, grounded."""
     from bot.eval.runner import EvalOptions, ghost_version, run_scenario
     from core.engine.usage import parse_prices
     from lab.eval import record as records
@@ -177,7 +178,8 @@ class Progress:
         bar = "#" * (20 * self.count // max(self.total, 1))
         verdict = ("ERROR " + (run.error or "") if run.error else
                    ("solved" if run.solved else "unsolved")
-                   + (", evidence cited" if run.evidence else ", evidence missing"))
+                   + (", evidence cited" if run.evidence else ", evidence missing")
+                   + (", grounded" if run.grounded else ", ungrounded"))
         self.stream.write(f"[{bar:<20}] {self.count}/{self.total} {run.scenario}"
                           f"{f' #{run.repeat + 1}' if run.repeat else ''}: {verdict} "
                           f"({run.wall_s:.1f}s)\n")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.contract.envelope import timestamp
-from core.safety.approval import ApprovalPolicy
+from core.safety.approval import ApprovalPolicy, is_modifiable
 
 #: platforms whose investigations were opened from the command line (`--detach`)
 CLI_PLATFORM = "cli"
@@ -64,6 +64,9 @@ def approval_doc(approval: Any, inv: Any, policy: ApprovalPolicy, *,
         "may_decide": deciders(inv, approval, policy),
         "decided_by": approval.decided_by,
         "decide_command": f"ghost approvals decide {approval.approval_id} approve --as USER",
+        # Modify only where there is something to edit (a capture's create, a command)
+        "decisions": ["approve", "deny", *(["modify"] if is_modifiable(approval.context)
+                                           else [])],
     }
     if verbose:
         doc |= {"tier": approval.tier, "reasoning": approval.reasoning,

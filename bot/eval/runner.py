@@ -163,6 +163,8 @@ def _score(record: RunRecord, scenario: Any, store: Any, options: EvalOptions) -
     record.solved_reasons = list(result.solved.reasons)
     record.evidence = result.evidence.ok and record.error is None
     record.evidence_reasons = list(result.evidence.reasons)
+    record.grounded = result.grounded.ok and record.error is None
+    record.grounded_reasons = list(result.grounded.reasons)
     record.cited_audit_ids = list(result.cited)
     record.fault_audit_ids = list(result.fault_records)
     record.safe, record.risky_approved = result.safety.safe, result.safety.risky_approved

@@ -129,11 +129,12 @@ def approval_card(card: ApprovalCard, outcome: DecisionOutcome | None = None
     if outcome is None:
         expires = f" Expires {card.expires_at:%H:%M} UTC." if card.expires_at else ""
         blocks.append(context(escape(card.needed) + expires))
+        elements = [button("Approve", APPROVE, card.approval_id, "primary"),
+                    button("Deny…", DENY, card.approval_id, "danger")]
+        if card.modifiable:  # a step with nothing to edit is approved or denied only
+            elements.append(button("Modify…", MODIFY, card.approval_id))
         blocks.append({"type": "actions", "block_id": f"approval:{card.approval_id}",
-                       "elements": [
-                           button("Approve", APPROVE, card.approval_id, "primary"),
-                           button("Deny…", DENY, card.approval_id, "danger"),
-                           button("Modify…", MODIFY, card.approval_id)]})
+                       "elements": elements})
     else:
         who = _who(outcome)
         line = escape(outcome.summary(WHO if who else "")).replace(WHO, who)

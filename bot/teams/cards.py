@@ -152,12 +152,14 @@ def approval_card(card_: ApprovalCard, outcome: DecisionOutcome | None = None, *
                              "label": "Why? (optional — Ghost uses it to re-plan)",
                              "maxLength": 1000}],
                   [execute("Deny", DENY, data, style="destructive", inputs=True)]),
-        show_card("Modify…", [{"type": "Input.Text", "id": "command", "label": "Command",
-                               "value": card_.command, "maxLength": 2000},
-                              text_block("Re-checked by the safety gate; a second engineer "
-                                         "must approve the edit.", size="Small")],
-                  [execute("Submit edit", MODIFY, data, inputs=True)]),
     ]
+    if card_.modifiable:  # a step with nothing to edit is approved or denied only
+        actions.append(show_card(
+            "Modify…", [{"type": "Input.Text", "id": "command", "label": "Command",
+                         "value": card_.command, "maxLength": 2000},
+                        text_block("Re-checked by the safety gate; a second engineer "
+                                   "must approve the edit.", size="Small")],
+            [execute("Submit edit", MODIFY, data, inputs=True)]))
     return {**card(body, actions),
             "fallbackText": f"{title.split(' ', 1)[1]}: {clip(card_.command, 120)}"}
 

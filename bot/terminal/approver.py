@@ -28,7 +28,7 @@ from rich.text import Text
 
 from bot.terminal.prompt import Prompter, is_tty
 from bot.terminal.style import MAX_WIDTH, console_for
-from core.safety.approval import ApprovalRequest, Decision
+from core.safety.approval import NOT_MODIFIABLE, ApprovalRequest, Decision
 
 #: the width of a box rendered to a string without a terminal (the spec's console design)
 PLAIN_WIDTH = 71
@@ -74,10 +74,17 @@ def alert_renderable(request: ApprovalRequest, width: int) -> RenderableType:
             body.append(Text(label + ":", style="dim"))
             body.append(Padding(text, (0, 0, 0, 2)))
     body.append(Text(""))
-    body.append(Text("[A]pprove   [D]eny   [M]odify command", style="bold"))
+    body.append(Text(choices_line(request), style="bold"))
     style = "yellow" if request.classification != "FORBIDDEN" else "red"
     return Panel(Group(*body), title="SAFETY SHELL ALERT", title_align="center",
                  box=box.ROUNDED, border_style=style, width=width, padding=(0, 1))
+
+
+def choices_line(request: ApprovalRequest) -> str:
+    """What the engineer may answer: Modify only where there is something to edit."""
+    if request.modifiable:
+        return "[A]pprove   [D]eny   [M]odify command"
+    return "[A]pprove   [D]eny   (nothing to edit in this step)"
 
 
 def render_alert(request: ApprovalRequest, width: int = PLAIN_WIDTH) -> str:
@@ -194,10 +201,14 @@ class TerminalApprover:
             if choice in ("d", "deny", "n", "no"):
                 reason = self._ask("Denial reason (optional, press Enter to skip): ")
                 return Decision.deny(self.user, (reason or "").strip() or None)
+            if choice in ("m", "modify") and not request.modifiable:
+                self.stdout.write(f"{NOT_MODIFIABLE}\n")
+                continue
             if choice in ("m", "modify"):
                 decision = self._modified(request)
                 if decision is not None:
                     return decision
                 continue
-            self.stdout.write("Please answer a, d or m.\n")
+            self.stdout.write("Please answer a, d or m.\n" if request.modifiable
+                              else "Please answer a or d.\n")
         return Decision.abandon(self.user, "no valid answer after three tries")

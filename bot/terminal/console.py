@@ -87,6 +87,10 @@ def orchestrator_line(name: str, result: Mapping[str, Any]) -> str:
     task = result.get("task_id") or "-"
     state = result.get("state") or result.get("status")
     message = str(result.get("message") or result.get("error_detail") or "").strip()
+    edited = result.get("edited")
+    if name == "capture_traffic" and isinstance(edited, list) and edited:
+        # the engineer's Modify: what runs is not what the model asked for
+        message += f" (edited by the engineer: {'; '.join(str(e) for e in edited)})"
     return f"[Orchestrator] {name} {task}: {state}" + (f" — {message}" if message else "")
 
 

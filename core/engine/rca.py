@@ -114,11 +114,15 @@ def build_rca(
     notes = (apply_completion(doc, completion, iso_utc(generated_at))
              if completion is not None else [])
 
-    audit = classify_audit(audit_records)  # phase 1 (+ Pattern A)
     tasks = latest_tasks(task_events)  # phase 2
     skipped_tasks = len(task_events) - sum(
         1 for e in task_events if isinstance(e, Mapping) and e.get("task_id"))
-    reads = read_reports(artifact_reports(tasks), read_file)  # phases 3 and 4
+    reads = read_reports(artifact_reports(tasks), read_file, audit_records)  # phases 3, 4
+    # the RCA's own reads are commands too: every audit id the report cites is in its table
+    known = {r.get("audit_id") for r in audit_records if isinstance(r, Mapping)}
+    audit_records = [*audit_records, *(rec for read in reads.values() for rec in read.records
+                                       if rec.get("audit_id") not in known)]
+    audit = classify_audit(audit_records)  # phase 1 (+ Pattern A)
     advisories = ([audit.pattern_a] if audit.pattern_a else []) + pattern_b(tasks, reads)
 
     confidence, confidence_note = _confidence(completion)

@@ -8,6 +8,7 @@ because it survives the shell's truncation; the full report is the fallback.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ class ReportRead:
     denied: bool = False
     problem: str | None = None  # why there is no summary, for the reader
     truncated: bool = False
+    #: the ``cat`` records this read wrote (the RCA's own reads), for the command table
+    records: tuple[Mapping[str, Any], ...] = ()
 
 
 def _ok(response: Mapping[str, Any]) -> bool:
@@ -87,39 +90,76 @@ def executive_summary_section(text: str) -> tuple[str, ...] | None:
     return _trim(section) or None
 
 
-def read_report(report_path: str, read_file: ReadFile) -> ReportRead:
+def _as_record(path: str, response: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The audit record a ``cat`` through the shell wrote, as the command table reads it."""
+    if not response.get("audit_id"):
+        return None
+    return {**response, "kind": "command", "command": f"cat {path}",
+            "reasoning": "Reading the forensic summary for the RCA."}
+
+
+def _already_read(path: str, records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The latest completed ``cat`` of ``path`` in the audit (the model read the summary
+    itself): the RCA quotes that record instead of reading the file again."""
+    found = None
+    for record in records:
+        if not isinstance(record, Mapping) or record.get("kind") != "command":
+            continue
+        try:
+            words = shlex.split(str(record.get("command") or ""))
+        except ValueError:
+            continue
+        if words == ["cat", path] and _ok(record) and record.get("output"):
+            found = record
+    return found
+
+
+def read_report(report_path: str, read_file: ReadFile,
+                audit_records: Sequence[Mapping[str, Any]] = ()) -> ReportRead:
     """Summary file first; the full report only when the summary could not be read.
 
-    A denial ends it: asking the engineer to approve the same report under another name
-    right after they said no would be nagging, not a fallback.
+    A summary the investigation already read is quoted from that record, so every audit id
+    the report cites is in its command table. A denial ends it: asking the engineer to
+    approve the same report under another name right after they said no would be nagging,
+    not a fallback.
     """
     summary_path = summary_path_for(report_path)
+    seen = _already_read(summary_path, audit_records)
+    if seen is not None:
+        return ReportRead(report_path, summary_file_lines(str(seen.get("output") or "")),
+                          summary_path, seen.get("audit_id"), truncated=_truncated(seen))
     first = read_file(summary_path)
+    made = tuple(r for r in [_as_record(summary_path, first)] if r is not None)
     if _ok(first):
         return ReportRead(report_path, summary_file_lines(str(first.get("output") or "")),
-                          summary_path, first.get("audit_id"), truncated=_truncated(first))
+                          summary_path, first.get("audit_id"), truncated=_truncated(first),
+                          records=made)
     if first.get("status") == "denied":
-        return ReportRead(report_path, None, denied=True, problem=DENIED_NOTE)
+        return ReportRead(report_path, None, denied=True, problem=DENIED_NOTE, records=made)
     if first.get("status") == "pending_approval":
         return ReportRead(report_path, None, problem=f"Report content unavailable "
-                          f"({_why(first)}).")
+                          f"({_why(first)}).", records=made)
     full = read_file(report_path)
+    made += tuple(r for r in [_as_record(report_path, full)] if r is not None)
     if _ok(full):
         lines = executive_summary_section(str(full.get("output") or ""))
         if lines is None:
             return ReportRead(report_path, None, problem="Report content unavailable (the "
-                              "report has no Executive Summary section in what was read).")
+                              "report has no Executive Summary section in what was read).",
+                              records=made)
         return ReportRead(report_path, lines, report_path, full.get("audit_id"),
-                          truncated=_truncated(full))
+                          truncated=_truncated(full), records=made)
     if full.get("status") == "denied":
-        return ReportRead(report_path, None, denied=True, problem=DENIED_NOTE)
+        return ReportRead(report_path, None, denied=True, problem=DENIED_NOTE, records=made)
     return ReportRead(report_path, None, problem=(
-        f"Report content unavailable (summary: {_why(first)}; report: {_why(full)})."))
+        f"Report content unavailable (summary: {_why(first)}; report: {_why(full)})."),
+        records=made)
 
 
-def read_reports(reports: Sequence[str], read_file: ReadFile) -> dict[str, ReportRead]:
+def read_reports(reports: Sequence[str], read_file: ReadFile,
+                 audit_records: Sequence[Mapping[str, Any]] = ()) -> dict[str, ReportRead]:
     """Phase 4 for every report path of Phase 3, in order."""
-    return {path: read_report(path, read_file) for path in reports}
+    return {path: read_report(path, read_file, audit_records) for path in reports}
 
 
 def pattern_b(tasks: Mapping[str, Mapping[str, Any]],

@@ -222,6 +222,25 @@ def _task_state(task: Mapping[str, Any]) -> str:
     return f"{text}: {str(error)[:200]}" if error else text
 
 
+_GONE = ("deleted", "already_deleted")
+
+
+def _pcap(task: Mapping[str, Any]) -> str:
+    """Where the raw pcap is, or that the cleanup deleted it (a path that no longer exists
+    is not shown as if it did)."""
+    path = task.get("local_pcap_path")
+    if not path:
+        return "not downloaded"
+    entry = next((e for e in _entries(task.get("cleanup_plan"))
+                  if e.get("kind") == "local" and e.get("resource") == path), None)
+    outcome = entry.get("outcome") if entry else None
+    if outcome in _GONE:
+        return f"deleted by the cleanup ({path})"
+    if outcome in ("denied", "failed"):
+        return f"{path} (kept: its deletion was {outcome})"
+    return str(path)
+
+
 def _summary_block(read: ReportRead, task_ids: list[str]) -> Lines:
     out = [f"### Executive summary — {inline(', '.join(task_ids))}", ""]
     if read.lines is None:
@@ -243,7 +262,7 @@ def captures(tasks: Mapping[str, Mapping[str, Any]], reads: Mapping[str, ReportR
         out += ["No packet captures were run.", ""]
     else:
         rows = [[cell(task_id), cell(t.get("target")), cell(_task_state(t)),
-                 cell(t.get("report_path")), cell(t.get("local_pcap_path"))]
+                 cell(t.get("report_path")), cell(_pcap(t))]
                 for task_id, t in tasks.items()]
         out += table(["Task ID", "Target", "State", "Report Path", "PCAP Path"], rows) + [""]
         for path, read in reads.items():

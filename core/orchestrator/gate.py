@@ -32,6 +32,19 @@ class GateShell(Protocol):
     def decide(self, approval_id: str, decision: Decision) -> object: ...
 
 
+@dataclass(frozen=True)
+class EditableCall:
+    """A backend call whose approval may be edited (Modify): ``edit`` reads the edited ``az``
+    equivalent back and returns the call to run instead, or why that edit cannot run. The
+    shell offers Modify only for calls that have it (a delete has nothing to edit)."""
+
+    run: CallFn
+    edit: Callable[[str], CallFn | str]
+
+    def __call__(self) -> tuple[int, str, str]:
+        return self.run()
+
+
 def backend_call(fn: Callable[[], Mapping[str, Any] | None]) -> CallFn:
     """Wrap one backend operation: JSON output on success, ``Code: message`` on failure."""
 

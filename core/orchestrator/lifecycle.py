@@ -426,8 +426,10 @@ class Lifecycle:
         left = [e for e in plan if e["outcome"] not in CLEANED]
         ran = any(e["outcome"] in ("deleted", "already_deleted") for e in plan)
         task["cleanup_status"] = "partial" if left else ("completed" if ran else "skipped")
+        cost = (" It stays in the lab's simulated estate." if self.config.simulated
+                else " It may incur charges.")
         task["warnings"] = task["warnings"] + [
-            f"Resource {e['resource']} not deleted ({e['outcome']}). It may incur charges."
+            f"Resource {e['resource']} not deleted ({e['outcome']}).{cost}"
             for e in left if e["kind"] != "local"]
         task["timestamps"]["cleanup_completed"] = _iso(self.clock())
         enter(task, S.DONE, self.clock())

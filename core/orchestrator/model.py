@@ -73,6 +73,9 @@ class OrchestratorConfig:
     storage_account: str | None = None
     storage_resource_group: str | None = None
 
+    #: the backend is the lab's simulated estate: a resource left behind costs nothing
+    simulated: bool = False
+
 
 def backoff_seconds(attempt: int, config: OrchestratorConfig) -> float:
     """``min(initial * 2^(attempt-1), max)``: the sleep after poll number ``attempt``."""

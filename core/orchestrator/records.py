@@ -160,6 +160,8 @@ def build_response(task: Task, now: datetime, *, message: str,
         response["paired_task"] = partner_summary(task, partner)
     if task.get("warnings"):
         response["warnings"] = list(task["warnings"])
+    if task.get("edited"):
+        response["edited"] = list(task["edited"])  # an engineer changed it before approving
     return response
 
 

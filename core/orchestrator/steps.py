@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from core.orchestrator.backend import CaptureBackend, CaptureBackendError, CaptureSpec
-from core.orchestrator.gate import CallFn, backend_call
+from core.orchestrator.edits import HINT, apply_edit, read_edit
+from core.orchestrator.gate import CallFn, EditableCall, backend_call
 from core.orchestrator.model import OrchestratorConfig
 from core.orchestrator.records import Task
 
@@ -101,7 +102,7 @@ class StepBook:
             filters=tuple(dict(f) for f in params.get("filters") or ()),
         )
 
-    def create(self, task: Task) -> Step:
+    def create_command(self, task: Task) -> str:
         spec = self.capture_spec(task)
         vm = str(task["resource_id"]).rstrip("/").rsplit("/", 1)[-1]
         url = self.backend.blob_url(spec.storage_account, spec.container, spec.blob_name)
@@ -119,14 +120,47 @@ class StepBook:
         if spec.filters:
             parts.append("--filters " + _q(json.dumps(list(spec.filters),
                                                       separators=(",", ":"))))
+        return " ".join(parts)
+
+    def create(self, task: Task) -> Step:
+        spec = self.capture_spec(task)
+        command = self.create_command(task)
 
         def run() -> dict[str, Any]:
             written_to = self.backend.create_capture(spec)
             return {"name": spec.name, "location": spec.location, "storage_path": written_to}
 
+        def edit(edited: str) -> CallFn | str:
+            """Modify: the capture as the engineer edited it, re-checked; or why not."""
+            try:
+                change = read_edit(command, edited)
+            except ValueError as exc:
+                return (f"Ghost cannot run this edit of the capture: {exc}. Nothing was "
+                        "created; deny it with a reason instead, and Ghost will re-plan.")
+            apply_edit(task, change)
+            return backend_call(lambda: self._create_edited(task, change.retargeted))
+
         reasoning = (f"Creating packet capture for investigation: {_context(task)}. "
-                     f"Duration: {spec.time_limit_seconds} seconds. Capture name: {spec.name}.")
-        return " ".join(parts), reasoning, backend_call(run)
+                     f"Duration: {spec.time_limit_seconds} seconds. Capture name: {spec.name}. "
+                     f"{HINT}")
+        return command, reasoning, EditableCall(backend_call(run), edit)
+
+    def _create_edited(self, task: Task, retargeted: bool) -> dict[str, Any]:
+        """Create the capture the engineer's edit asks for (a new target detected first)."""
+        if retargeted:
+            info = self.backend.detect_target(task["target"], task["resource_group"])
+            if info.target_type != "vm":
+                raise CaptureBackendError("InvalidTarget", f"{task['target']} is not a VM "
+                                          f"({info.target_type}); nothing was created")
+            if info.location != task["location"]:
+                raise CaptureBackendError(
+                    "InvalidTarget", f"{task['target']} is in {info.location}, but the "
+                    f"capture was approved in {task['location']}; nothing was created")
+            task["resource_id"] = info.resource_id
+        spec = self.capture_spec(task)
+        written_to = self.backend.create_capture(spec)
+        return {"name": spec.name, "location": spec.location, "storage_path": written_to,
+                "edited": list(task.get("edited") or [])}
 
     def poll(self, task: Task) -> Step:
         name, location = task["azure_operation_id"], task["location"]

@@ -8,10 +8,11 @@ and answers later, from any process, through :meth:`SafeExecShell.decide`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 #: The actor name the AI acts under; it can never approve anything.
 AI_ACTOR = "ghost"
@@ -68,6 +69,18 @@ class ApprovalRequest:
     expires_at: datetime | None
     modified_by: str | None = None
     replaces_approval_id: str | None = None
+    #: False for a step with nothing to edit (an SDK delete, a download): approve or deny only
+    modifiable: bool = True
+
+
+#: why Modify is not offered for a step with nothing to edit (shown by every front end)
+NOT_MODIFIABLE = ("Modify is not offered for this step: Ghost makes it through the Azure SDK "
+                  "and there is nothing in it to edit. Approve it, or deny it with a reason.")
+
+
+def is_modifiable(context: Mapping[str, Any] | None) -> bool:
+    """Whether a stored request may be edited (its ``context`` says so when it may not)."""
+    return (context or {}).get("modifiable", True) is not False
 
 
 class Approver(Protocol):

@@ -14,7 +14,15 @@ from datetime import timedelta
 from typing import Any
 
 from core.ports import ApprovalRecord
-from core.safety.approval import ApprovalPolicy, Approver, Decision, DecisionKind, command_hash
+from core.safety.approval import (
+    NOT_MODIFIABLE,
+    ApprovalPolicy,
+    Approver,
+    Decision,
+    DecisionKind,
+    command_hash,
+    is_modifiable,
+)
 from core.safety.approval_records import (
     ST_ABANDONED,
     ST_APPROVED,
@@ -62,6 +70,9 @@ class ApprovalFlow(CommandRun):
         if self._expired(current):
             self._expire(current)
             return None
+        if decision.kind is DecisionKind.MODIFY and not is_modifiable(current.context):
+            # front ends do not offer it; an approver that sends it anyway fails closed
+            decision = Decision.abandon(decision.actor, NOT_MODIFIABLE)
         now = self.clock()
         if decision.kind is DecisionKind.APPROVE:
             changes: dict[str, Any] = {"status": ST_APPROVED}
@@ -119,7 +130,7 @@ class ApprovalFlow(CommandRun):
     def _request_approval(
         self, command: str, reasoning: str, verdict: Verdict, *,
         modified_by: str | None = None, replaces: str | None = None,
-        environment: str | None = None,
+        environment: str | None = None, modifiable: bool = True,
     ) -> ApprovalRecord:
         now = self.clock()
         approval = self.approvals.create_approval(
@@ -138,7 +149,8 @@ class ApprovalFlow(CommandRun):
             expires_at=now + timedelta(seconds=self.policy.expiry_seconds),
             modified_by=modified_by,
             replaces_approval_id=replaces,
-            context={"reason": verdict.reason},
+            context={"reason": verdict.reason,
+                     **({} if modifiable else {"modifiable": False})},
             # the row and its `requested` record: one transaction (issue #23, F1)
             requested=self._approval_entry(command, reasoning, verdict, "requested",
                                            modified_by or "ghost",
@@ -205,9 +217,15 @@ class ApprovalFlow(CommandRun):
             return self._deny_instead(approval, "The safety rules changed after this approval; "
                                       "the command must be approved again.", call)
         if approval.replaces_approval_id and call is not None:
-            # an SDK call cannot take an edited command line: run nothing, tell the model
-            return self._deny_instead(approval, "Ghost cannot run an edited Azure call. Deny it "
-                                      "with a reason instead, and Ghost will re-plan.", call)
+            # an SDK call runs an edited command line only when it can read its parameters
+            # back from it (``call.edit``: the new call, or why this edit cannot run)
+            edit = getattr(call, "edit", None)
+            rebuilt = edit(approval.command) if callable(edit) else (
+                "Ghost cannot run an edited Azure call. Deny it with a reason instead, and "
+                "Ghost will re-plan.")
+            if isinstance(rebuilt, str):
+                return self._deny_instead(approval, rebuilt, call)
+            call = rebuilt
         if verdict.classification == "FORBIDDEN":  # cannot happen: a FORBIDDEN edit is blocked
             return self._deny_instead(approval, f"Blocked by {verdict.rule}: {verdict.reason}",
                                       call)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from core.ports import ApprovalRecord, ApprovalStore
-from core.safety.approval import ApprovalRequest
+from core.safety.approval import ApprovalRequest, is_modifiable
 from core.safety.redact import redact
 
 # Approval statuses (the approvals table); the shell is the only writer.
@@ -62,4 +62,5 @@ def request_view(approval: ApprovalRecord) -> ApprovalRequest:
         expires_at=approval.expires_at,
         modified_by=approval.modified_by,
         replaces_approval_id=approval.replaces_approval_id,
+        modifiable=is_modifiable(approval.context),
     )

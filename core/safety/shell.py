@@ -119,7 +119,9 @@ class SafeExecShell(DanglingRequests):
         adopted = self._adoptable(command, verdict)
         if adopted is not None:
             return self._adopt(adopted, call=call)
-        approval = self._request_approval(command, reasoning, verdict, environment=environment)
+        # an SDK call with nothing to edit (a delete, a download) is approved or denied only
+        approval = self._request_approval(command, reasoning, verdict, environment=environment,
+                                          modifiable=callable(getattr(call, "edit", None)))
         return self._ask(approval, call=call)
 
     def _refuse(self, command: str, reasoning: str, verdict: Verdict | None, error: str,

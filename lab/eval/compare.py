@@ -57,7 +57,8 @@ def _delta(a: float | None, b: float | None, fmt: str = "{:+.1f}") -> str:
 
 def compare(a_header: Mapping[str, Any], a: Sequence[RunRecord],
             b_header: Mapping[str, Any], b: Sequence[RunRecord]) -> str:
-    """The side-by-side text: per scenario passed (solved with evidence), cost, turns."""
+    """The side-by-side text: per scenario passed (solved, with evidence, grounded), cost,
+    turns."""
     left, right = _by_scenario(a), _by_scenario(b)
     model_a, model_b = models(a), models(b)
     lines = [f"A: {model_a} (Ghost {a_header.get('ghost_version', '?')}, "
@@ -90,7 +91,8 @@ def compare(a_header: Mapping[str, Any], a: Sequence[RunRecord],
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     ta, tb = totals(a), totals(b)
     lines += ["",
-              f"Passed (solved with evidence): A {ta.passed}/{ta.runs}, B {tb.passed}/{tb.runs}"
+              f"Passed (solved, with evidence, grounded): A {ta.passed}/{ta.runs}, "
+              f"B {tb.passed}/{tb.runs}"
               f"; solved: A {ta.solved}, B {tb.solved}",
               f"Cost: A {money(ta.cost)}, B {money(tb.cost)} "
               f"{_delta(ta.cost, tb.cost, '({:+.4f})')}".rstrip(),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lab.eval.entities_v2 import add_format2
@@ -29,14 +29,20 @@ class Vocabulary:
 
     aliases: dict[str, frozenset[str]]
     pattern: re.Pattern[str] | None
+    #: entity -> what contains it (a VM's subnet and VNet, a subnet's VNet)
+    containers: dict[str, frozenset[str]] = field(default_factory=dict)
 
-    def mentions(self, text: str) -> frozenset[str]:
-        """Every entity the text names."""
+    def mentions(self, text: str, *, containers: bool = False) -> frozenset[str]:
+        """Every entity the text names; with ``containers``, also what holds them (a record
+        about app-vm-01 is about its VNet too, for a claim that names only the VNet)."""
         if self.pattern is None or not text:
             return frozenset()
         found: set[str] = set()
         for match in self.pattern.finditer(text.lower()):
             found |= self.aliases[match.group(1)]
+        if containers:
+            for key in list(found):
+                found |= self.containers.get(key, frozenset())
         return frozenset(found)
 
 
@@ -54,10 +60,12 @@ def vocabulary(scenario: Scenario) -> Vocabulary:
     def address(ip: object) -> str:
         return holders.get(str(ip), f"ip:{ip}")
 
+    within: dict[str, frozenset[str]] = {}
     for vm in scenario.vms:
         key = f"vm:{vm.name}"
         for alias in (vm.name, vm.ip, f"{vm.name}VMNic"):
             _add(table, alias, key)
+        within[key] = frozenset({f"subnet:{vm.vnet}/{vm.subnet}", f"vnet:{vm.vnet}"})
     for nsg in scenario.nsgs:
         _add(table, nsg.name, f"nsg:{nsg.name}")
         for rule in nsg.rules:
@@ -77,6 +85,7 @@ def vocabulary(scenario: Scenario) -> Vocabulary:
         for subnet in vnet.subnets:
             _add(table, subnet.name, f"subnet:{vnet.name}/{subnet.name}")
             _add(table, subnet.prefix, f"subnet:{vnet.name}/{subnet.name}")
+            within[f"subnet:{vnet.name}/{subnet.name}"] = frozenset({f"vnet:{vnet.name}"})
         for peering in vnet.peerings:
             _add(table, peering.name, f"peering:{vnet.name}/{peering.name}")
     for zone in scenario.private_dns_zones:
@@ -91,7 +100,7 @@ def vocabulary(scenario: Scenario) -> Vocabulary:
         _add(table, flow.to, address(flow.to) if flow.to[:1].isdigit() else f"vm:{flow.to}")
     add_format2(_add, table, scenario)
     aliases = {alias: frozenset(keys) for alias, keys in table.items()}
-    return Vocabulary(aliases, _pattern(aliases))
+    return Vocabulary(aliases, _pattern(aliases), within)
 
 
 def _pattern(aliases: Iterable[str]) -> re.Pattern[str] | None:

@@ -2,8 +2,8 @@
 
 ``reads`` (the default) approves what only reads: a packet capture's own steps (create, status,
 download, delete of the capture, its blob and its local pcap: the capture leaves nothing
-behind), ``az vm run-command invoke`` whose every script command the gate calls SAFE (a probe
-inside the VM), and az reads that return no secret. Anything else changes the estate and is
+behind), ``az vm run-command invoke`` of read-only probes (what the gate calls
+``T2.az_vm_probe``), and az reads that return no secret. Anything else changes the estate and is
 denied with the reason ``eval: changes are not allowed``, which the model sees as a denial.
 ``all`` approves every RISKY command; ``none`` denies them all.
 """
@@ -26,7 +26,8 @@ _CAPTURE_AZ = (("network", "watcher", "packet-capture"),
 _READ_VERB = re.compile(r"^(?:list|show|get|exists|test|check)(?:-[a-z-]+)?$")
 _SECRETS = re.compile(r"key|secret|connection-string|credential|token|password|sas",
                       re.IGNORECASE)
-_SCRIPT_SPLIT = re.compile(r"\n|;|&&|\|\||\|")
+#: the gate's rule for the narrow, approvable form of run-command (docs/safety.md)
+PROBE_RULE = "T2.az_vm_probe"
 
 
 @dataclass(frozen=True)
@@ -52,21 +53,6 @@ def _az_path(words: list[str]) -> list[str]:
     return path
 
 
-def _option(words: list[str], *names: str) -> list[str]:
-    """Every value given to one of ``names`` (``--scripts a b`` gives both)."""
-    values: list[str] = []
-    taking = False
-    for word in words:
-        if word.startswith("-"):
-            name, _, inline = word.partition("=")
-            taking = name in names
-            if taking and inline:
-                values.append(inline)
-        elif taking:
-            values.append(word)
-    return values
-
-
 def is_capture_step(command: str, capture_dir: Path | None) -> bool:
     """A step of a packet capture (its create, status, download or cleanup)."""
     words = _words(command)
@@ -80,15 +66,15 @@ def is_capture_step(command: str, capture_dir: Path | None) -> bool:
 
 
 def is_probe_run_command(command: str) -> bool:
-    """``az vm run-command invoke`` whose every script command is SAFE for the gate."""
+    """``az vm run-command invoke`` of read-only probes: what the gate itself calls an in-VM
+    probe (``T2.az_vm_probe``: every script line one read-only probe, ``uptime`` and
+    ``free -m`` included), never any other script."""
     from core.safety.classify import classify
 
     words = _words(command)
     if words[:1] != ["az"] or _az_path(words)[:3] != ["vm", "run-command", "invoke"]:
         return False
-    scripts = [p.strip() for s in _option(words, "--scripts") for p in _SCRIPT_SPLIT.split(s)]
-    scripts = [s for s in scripts if s]
-    return bool(scripts) and all(classify(s).classification == "SAFE" for s in scripts)
+    return classify(command).rule == PROBE_RULE
 
 
 def is_az_read(command: str) -> bool:

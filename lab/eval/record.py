@@ -48,6 +48,9 @@ class RunRecord:
     solved_reasons: list[str] = field(default_factory=list)
     evidence: bool = False
     evidence_reasons: list[str] = field(default_factory=list)
+    #: every figure and resource name of the conclusion is in a cited record's output
+    grounded: bool = False
+    grounded_reasons: list[str] = field(default_factory=list)
     cited_audit_ids: list[str] = field(default_factory=list)
     fault_audit_ids: list[str] = field(default_factory=list)
     safe: int = 0
@@ -68,8 +71,8 @@ class RunRecord:
 
     @property
     def passed(self) -> bool:
-        """Solved, with cited evidence: the figure the suite is judged by."""
-        return self.solved and self.evidence
+        """Solved, with cited evidence, grounded: the figure the suite is judged by."""
+        return self.solved and self.evidence and self.grounded
 
     @property
     def tokens(self) -> int:
@@ -81,7 +84,10 @@ class RunRecord:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
         known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        if "grounded" not in data:  # a report written before grounding was scored
+            values["grounded"] = bool(data.get("solved") and data.get("evidence"))
+        return cls(**values)
 
 
 def write_json(path: Path, runs: list[RunRecord], *, ghost_version: str, started_at: str,

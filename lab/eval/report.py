@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from lab.eval.record import RunRecord
 
-COLUMNS = ("scenario", "solved", "evidence", "turns", "cmds", "caps", "safe", "risky+",
+COLUMNS = ("scenario", "solved", "evidence", "grounded", "turns", "cmds", "caps", "safe", "risky+",
            "risky-", "forbid", "tokens", "cost", "time")
 
 
@@ -20,6 +20,7 @@ class Totals:
     runs: int
     solved: int
     evidenced: int
+    grounded: int
     passed: int
     errors: int
     tokens: int
@@ -43,7 +44,8 @@ def totals(runs: Sequence[RunRecord]) -> Totals:
     costs = [r.cost_usd for r in runs]
     return Totals(
         runs=len(runs), solved=sum(r.solved for r in runs),
-        evidenced=sum(r.evidence for r in runs), passed=sum(r.passed for r in runs),
+        evidenced=sum(r.evidence for r in runs), grounded=sum(r.grounded for r in runs),
+        passed=sum(r.passed for r in runs),
         errors=sum(1 for r in runs if r.error), tokens=sum(r.tokens for r in runs),
         prompt=sum(r.prompt_tokens for r in runs), output=sum(r.output_tokens for r in runs),
         thinking=sum(r.thinking_tokens for r in runs),
@@ -74,7 +76,8 @@ def label(run: RunRecord, repeats: bool) -> str:
 def rows(runs: Sequence[RunRecord]) -> list[tuple[str, ...]]:
     repeats = any(r.repeat for r in runs)
     return [(label(r, repeats), _mark(r.solved, r.error), _mark(r.evidence, r.error),
-             str(r.turns), str(r.commands), str(r.captures), str(r.safe), str(r.risky_approved),
+             _mark(r.grounded, r.error), str(r.turns), str(r.commands), str(r.captures),
+             str(r.safe), str(r.risky_approved),
              str(r.risky_denied), str(r.forbidden), f"{r.tokens:,}", money(r.cost_usd),
              f"{r.wall_s:.1f}s") for r in runs]
 
@@ -89,6 +92,7 @@ def reasons(runs: Sequence[RunRecord]) -> list[str]:
             lines.append(f"{name}: error: {r.error}")
         lines += [f"{name}: unsolved: {why}" for why in r.solved_reasons]
         lines += [f"{name}: evidence: {why}" for why in r.evidence_reasons]
+        lines += [f"{name}: ungrounded: {why}" for why in r.grounded_reasons]
     return lines
 
 
@@ -96,6 +100,7 @@ def headline(runs: Sequence[RunRecord], wall_s: float | None = None) -> str:
     t = totals(runs)
     wall = wall_s if wall_s is not None else t.wall_s
     return (f"Solved {t.solved}/{t.runs} ({t.solved_pct:.0f}%), with cited evidence "
+            f"{t.evidenced}/{t.runs}, grounded {t.grounded}/{t.runs}; passed (all three) "
             f"{t.passed}/{t.runs} ({t.passed_pct:.0f}%); errors {t.errors}; tokens "
             f"{t.tokens:,} (prompt {t.prompt:,}, output {t.output:,}, thinking "
             f"{t.thinking:,}); cost {money(t.cost)}; wall time {wall:.1f}s")
@@ -106,7 +111,7 @@ def table(runs: Sequence[RunRecord], wall_s: float | None = None) -> str:
     body = rows(runs)
     widths = [max(len(c), *(len(row[i]) for row in body)) if body else len(c)
               for i, c in enumerate(COLUMNS)]
-    numeric = set(range(3, len(COLUMNS)))
+    numeric = set(range(4, len(COLUMNS)))
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)

@@ -20,7 +20,7 @@ LOCAL: dict[str, Probe] = {
 }
 GUEST: dict[str, Probe] = {
     **LOCAL, "ss": guest.ss, "ip": guest.ip, "top": guest.top, "uptime": guest.uptime,
-    "cat": guest.cat, "hostname": guest.hostname,
+    "cat": guest.cat, "hostname": guest.hostname, "free": guest.free,
 }
 GUEST.pop("mtr")
 

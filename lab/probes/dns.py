@@ -3,7 +3,8 @@
 The guest (and the engineer's machine) asks the systemd-resolved stub 127.0.0.53, which
 forwards to the VNet's DNS servers or Azure DNS; dig reports ``status: NOERROR|NXDOMAIN`` and
 ``;; connection timed out; no servers could be reached`` (exit 9) when nothing answers. Asking
-a chosen server (``@server``) is answered only where it is the vantage's own resolver path.
+a chosen server (``@server``) is answered where it is the vantage's own resolver path, and for
+168.63.129.16 from a VM (Azure-provided DNS answers every VM, custom DNS servers or not).
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import zlib
 from collections.abc import Sequence
 
 from lab.network import DnsAnswer, NotModelled
+from lab.network.dns import azure_answer, normalise
 from lab.probes.common import STUB_RESOLVER, ProbeOutput, Vantage, as_ip
 
 DIG_VERSION = "9.16.48-Ubuntu"
 TIMEOUT_LINE = ";; connection timed out; no servers could be reached\n"
+AZURE_DNS = "168.63.129.16"
 QTYPES = ("A", "AAAA", "CNAME", "MX", "NS", "PTR", "SOA", "SRV", "TXT", "ANY")
 
 
@@ -38,6 +41,13 @@ def _server_answer(v: Vantage, server: str | None, name: str, qtype: str) -> Dns
     own = [str(d) for d in vnet.dns_servers] if vnet and vnet.dns_servers else ["168.63.129.16"]
     if str(addr) in own:
         return v.resolve(name, qtype)
+    if str(addr) == AZURE_DNS:
+        # every VM reaches Azure-provided DNS, whatever servers its VNet hands out (NSGs do
+        # not apply to it): it answers as Azure DNS does in the VM's own VNet
+        answer = azure_answer(v.cat.scenario, v.vm.vnet, normalise(name), AZURE_DNS)
+        if qtype.upper() != "A" and answer.rcode == "NOERROR":
+            return DnsAnswer("NOERROR", (), answer.server, answer.cname, answer.zone)
+        return answer
     raise NotModelled(f"querying DNS server {server} directly from {v.vm.name} (the lab answers "
                       f"through the VM's own resolver path: {', '.join(own)})")
 

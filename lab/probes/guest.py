@@ -1,4 +1,4 @@
-"""What a guest shows of itself: `ss -ltn`, `ip route|addr|link`, `top -bn1`, `uptime`,
+"""What a guest shows of itself: `ss -ltn`, `ip route|addr|link`, `top -bn1`, `uptime`, `free`,
 `cat /etc/resolv.conf`, `hostname` — Ubuntu 22.04 output, from the scenario and ``vm_facts``.
 
 The guest's routing table is the guest's, not Azure's: the subnet on eth0 and a default route
@@ -10,6 +10,7 @@ the systemd-resolved stub on 127.0.0.53.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -124,14 +125,25 @@ def _num(facts: dict[str, Any], key: str, default: float) -> float:
 
 
 def _uptime_text(v: Vantage) -> str:
+    """procps' uptime line: ``up 12 days,  3:04,``, ``up  3:04,``, ``up 1 day,  3:04,``,
+    ``up 5 min,``. ``uptime_days`` is whole days (plus 3 h 04 min, as before) or a fraction
+    of a day (0.004: 5 min)."""
     facts = _facts(v)
     cpu = _num(facts, "cpu_percent", 3.0)
-    days = int(_num(facts, "uptime_days", 12))
+    raw = facts.get("uptime_days", 12)
+    if isinstance(raw, int) or (isinstance(raw, float) and raw.is_integer()):
+        up = timedelta(days=int(raw), hours=3, minutes=4)
+    else:
+        up = timedelta(minutes=max(1, round(_num(facts, "uptime_days", 12) * 1440)))
     load = _num(facts, "load_average", round(2 * cpu / 100, 2))
     now = v.cat.scenario.now
-    up = timedelta(days=days, hours=3, minutes=4)
-    return (f" {now:%H:%M:%S} up {up.days} days,  3:04,  0 users,  load average: "
-            f"{load:.2f}, {load * 0.95:.2f}, {load * 0.9:.2f}")
+    hours, rest = divmod(up.seconds, 3600)
+    text = f" {now:%H:%M:%S} up "
+    if up.days:
+        text += f"{up.days} day{'s' if up.days != 1 else ''}, "
+    text += f"{hours:2d}:{rest // 60:02d}, " if hours else f"{rest // 60} min, "
+    return text + (f" 0 users,  load average: {load:.2f}, {load * 0.95:.2f}, "
+                   f"{load * 0.9:.2f}")
 
 
 def uptime(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
@@ -140,32 +152,58 @@ def uptime(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
     return ProbeOutput(0, _uptime_text(v) + "\n")
 
 
+MEM_TOTAL_MIB = 7951.3  # what an 8 GiB VM (Standard_D2s_v3) reports
+
+
+@dataclass(frozen=True)
+class Memory:
+    """MiB, as procps reports them: used + free + buff/cache = total."""
+
+    total: float
+    used: float
+    free: float
+    cache: float
+
+    @property
+    def available(self) -> float:
+        return min(self.total, self.free + self.cache * 0.9)
+
+
+def memory(v: Vantage) -> Memory:
+    """From ``memory_percent`` (default 22): the page cache takes half of what is left (at
+    most 900 MiB), so free memory never goes below zero, even at 100 %."""
+    mem = min(100.0, max(0.0, _num(_facts(v), "memory_percent", 22.0)))
+    used = MEM_TOTAL_MIB * mem / 100
+    cache = min(900.0, (MEM_TOTAL_MIB - used) / 2)
+    return Memory(MEM_TOTAL_MIB, used, MEM_TOTAL_MIB - used - cache, cache)
+
+
 def top(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
     flags = "".join(a.lstrip("-") for a in argv[1:])
     if "b" not in flags:
         raise NotModelled("interactive top (use top -bn1)")
     facts = _facts(v)
     cpu = min(100.0, _num(facts, "cpu_percent", 3.0))
-    mem = min(100.0, _num(facts, "memory_percent", 22.0))
-    total = 7951.3
-    used = total * mem / 100
+    mem = memory(v)
     idle = 100.0 - cpu
     head = _uptime_text(v).strip()
     lines = [
-        f"top - {head.replace(' up ', ' up ', 1)}",
+        f"top - {head}",
         "Tasks: 118 total,   1 running, 117 sleeping,   0 stopped,   0 zombie",
         f"%Cpu(s): {cpu * 0.9:4.1f} us, {cpu * 0.1:4.1f} sy,  0.0 ni, {idle:4.1f} id,  0.0 wa,"
         "  0.0 hi,  0.0 si,  0.0 st",
-        f"MiB Mem :   {total:.1f} total,   {total - used - 900:.1f} free,   {used:.1f} used,"
-        "    900.0 buff/cache",
-        f"MiB Swap:      0.0 total,      0.0 free,      0.0 used.   {total - used:.1f} avail Mem",
+        f"MiB Mem :{mem.total:9.1f} total,{mem.free:9.1f} free,{mem.used:9.1f} used,"
+        f"{mem.cache:9.1f} buff/cache",
+        f"MiB Swap:{0.0:9.1f} total,{0.0:9.1f} free,{0.0:9.1f} used.{mem.available:9.1f} "
+        "avail Mem",
         "",
         "    PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM     TIME+ COMMAND",
     ]
     names = [PROCESS_BY_PORT.get(p, "app") for p in listening(v)]
     busy = str(facts.get("top_process") or (names[0] if names else "python3"))
+    share = 100 * mem.used / mem.total
     lines.append(f"   1342 azureuser 20   0 1854320 412340  12884 S {cpu * 1.8:5.1f} "
-                 f"{mem / 2:5.1f}  85:12.44 {busy}")
+                 f"{share / 2:5.1f}  85:12.44 {busy}")
     for pid, name in enumerate(sorted(set(names) - {busy}), start=1400):
         lines.append(f"   {pid} root      20   0  212340  18340   9884 S   0.0   0.2   "
                      f"0:41.02 {name}")
@@ -174,10 +212,36 @@ def top(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
     return ProbeOutput(0, "\n".join(lines) + "\n")
 
 
+def free(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
+    """procps' ``free`` (``-m`` MiB, ``-h`` human, ``-k`` KiB, the default)."""
+    flags = "".join(a.lstrip("-") for a in argv[1:] if a.startswith("-"))
+    if any(not a.startswith("-") for a in argv[1:]) or set(flags) - set("mhkw"):
+        raise NotModelled(f"{' '.join(argv)} (the lab shows free, free -m, free -h)")
+    mem = memory(v)
+    shared = 1.0
+
+    def cell(mib: float) -> str:
+        if "h" in flags:
+            return f"{mib / 1024:.1f}Gi" if mib >= 1024 else f"{mib:.0f}Mi"
+        return str(round(mib)) if "m" in flags else str(round(mib * 1024))
+
+    rows = [("Mem:", [mem.total, mem.used, mem.free, shared, mem.cache, mem.available]),
+            ("Swap:", [0.0, 0.0, 0.0])]
+    lines = ["               total        used        free      shared  buff/cache   "
+             "available"]
+    lines += [f"{label:<8}" + "".join(f"{cell(x):>12}" for x in values)
+              for label, values in rows]
+    return ProbeOutput(0, "\n".join(lines) + "\n")
+
+
 def cat(v: Vantage, argv: Sequence[str]) -> ProbeOutput:
     vm = _vm(v)
     if argv[1:] == ["/etc/resolv.conf"]:
-        suffix = dns_suffix(v.cat, vm.vnet)
+        # Azure hands out its internal search suffix only with Azure-provided DNS; with
+        # custom DNS servers DHCP gives none, and systemd-resolved writes "search ."
+        vnet = v.cat.scenario.vnet(vm.vnet)
+        custom = bool(vnet and vnet.dns_servers)
+        suffix = "." if custom else dns_suffix(v.cat, vm.vnet)
         text = (f"nameserver {STUB_RESOLVER}\noptions edns0 trust-ad\nsearch {suffix}\n")
         return ProbeOutput(0, text)
     raise NotModelled(f"{' '.join(argv)} (in a VM the lab reads only /etc/resolv.conf)")

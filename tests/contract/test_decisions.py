@@ -156,3 +156,26 @@ def test_a_terminal_investigations_request_is_decided_at_its_keyboard(store: Sto
                     "--json")
     assert (code, err["error"]["code"]) == (1, "NOT_ALLOWED")
     assert f"ghost investigate --resume {sid}" in err["error"]["recovery_action"]
+
+
+def test_a_step_with_nothing_to_edit_lists_no_modify_and_refuses_one(store: Store,
+                                                                     cli: Run) -> None:
+    """A capture's delete is made through the Azure SDK with nothing to edit (issue 29)."""
+    sid = store.create_investigation(symptom="s", model="m", audit_dir="a", platform="cli",
+                                     channel_ref="cli", requested_by="alertbot").session_id
+    store.set_status(sid, "awaiting_approval")
+    delete = store.create_approval(
+        sid, command="az network watcher packet-capture delete --location westeurope --name x",
+        command_hash="h" * 64, classifier_version="1", classification="RISKY", reasoning="why",
+        environment="azure", requested_by="alertbot", expires_at=utc_now() + timedelta(hours=1),
+        context={"reason": "changes state", "modifiable": False})
+    editable = _pending(store)
+    _, listed = cli("approvals", "list", "--json")
+    decisions = {a["approval_id"]: a["decisions"]
+                 for a in validate("approvals-list", listed)["approvals"]}
+    assert decisions[delete.approval_id] == ["approve", "deny"]
+    assert decisions[editable.approval_id] == ["approve", "deny", "modify"]
+    code, err = cli("approvals", "decide", delete.approval_id, "modify", "--as", "ana",
+                    "--command", "az vm list", "--json")
+    assert code == 1 and "Modify is not offered for this step" in err["error"]["message"]
+    assert _get(store, delete.approval_id).status == "pending"  # still approve or deny

@@ -251,10 +251,12 @@ def test_command_evidence_rows_carry_context_outcome_and_audit_id() -> None:
     assert rows[0] == ["Audit ID", "Context", "Command", "Classification", "Action",
                        "Exit Code", "Outcome"]
     by_id = {r[0]: r for r in rows[1:]}
-    # only `command` records are evidence: no started or approval records in the table
+    # only `command` records are evidence: no started or approval records in the table;
+    # the RCA's own read of the capture summary is a command it cites, so it is listed too
     assert list(by_id) == [f"{SID}_002", f"{SID}_004", f"{SID}_006", f"{SID}_007",
-                           f"{SID}_009"]
-    ping, nsg, denied, forbidden, approved = by_id.values()
+                           f"{SID}_009", f"{SID}_901"]
+    ping, nsg, denied, forbidden, approved, own_read = by_id.values()
+    assert own_read[2].startswith("`cat ") and own_read[2].endswith("_executive_summary.md`")
     assert ping[1:3] == ["[LOCAL]", "`ping -c 3 10.0.2.4`"] and ping[6] == "failed (exit 1)"
     assert nsg[1] == "[CLOUD]" and nsg[6] == "succeeded"
     assert denied[1] == "[CLOUD]" and denied[4] == "user_denied by U-ALICE"
@@ -262,7 +264,7 @@ def test_command_evidence_rows_carry_context_outcome_and_audit_id() -> None:
     assert forbidden[3] == "FORBIDDEN" and forbidden[6] == "refused: forbidden command"
     assert approved[4] == "user_approved by U-BOB" and approved[5] == "0"
     assert "[LOCAL] probe failure" in section(md, "Command Evidence")  # the LOCAL note
-    assert ("5 recorded — 2 ran with exit 0, 1 failed, 1 denied, 1 forbidden; 1 ran with an "
+    assert ("6 recorded — 3 ran with exit 0, 1 failed, 1 denied, 1 forbidden; 1 ran with an "
             "engineer's approval") in section(md, "Investigation Summary")
 
 
@@ -332,8 +334,9 @@ def test_unreadable_records_are_skipped_without_a_crash() -> None:
                        completion=COMPLETION, read_file=shell, generated_at=NOW)
     integrity = section(report.markdown, "Integrity Statement")
     assert "Unreadable records skipped: 3 audit, 2 task." in integrity
-    last = table_rows(section(report.markdown, "Command Evidence"))[-1]
-    assert last[:3] == [f"{SID}_050", "[LOCAL]", "—"] and last[6] == "error: 7"
+    rows = {r[0]: r for r in table_rows(section(report.markdown, "Command Evidence"))}
+    odd = rows[f"{SID}_050"]
+    assert odd[:3] == [f"{SID}_050", "[LOCAL]", "—"] and odd[6] == "error: 7"
 
 
 def test_a_malformed_session_document_does_not_crash() -> None:
@@ -631,8 +634,8 @@ def test_done_or_turn_limit_without_completion_gives_low_confidence() -> None:
     assert report.root_cause.startswith("No root cause was established")
     assert len(report.recommended_actions) == 1
     assert "did not reach a conclusion" in section(report.markdown, "Recommended Actions")
-    # the evidence is still all there
-    assert len(table_rows(section(report.markdown, "Command Evidence"))) == 6
+    # the evidence is still all there (the RCA's own read of the summary included)
+    assert len(table_rows(section(report.markdown, "Command Evidence"))) == 7
 
 
 @pytest.mark.parametrize("given", [None, "certain", 3])

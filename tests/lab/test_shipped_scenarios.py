@@ -86,21 +86,93 @@ def test_every_category_has_a_scenario_and_the_demo_default_exists() -> None:
 
 
 # ------------------------------------------------------------------ replays: shape
+def _every_turn(turns: list[dict[str, Any]], where: str = "") -> list[tuple[str, Any]]:
+    """Every turn of the replay, its branches included, with where it is ([8].on_denied[1])."""
+    found: list[tuple[str, Any]] = []
+    for i, turn in enumerate(turns):
+        found.append((f"{where}[{i}]", turn))
+        for key in ("on_denied", "on_changed"):
+            if key in turn:
+                found += _every_turn(turn[key], f"{where}[{i}].{key}")
+    return found
+
+
+def _lines(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Every path a replay can play: the main line and each branch with what leads to it."""
+    paths: list[list[dict[str, Any]]] = [list(turns)]
+    for i, turn in enumerate(turns):
+        for key in ("on_denied", "on_changed"):
+            for tail in (_lines(turn[key]) if key in turn else []):
+                paths.append([*turns[:i], *tail])
+    return paths
+
+
+def _sequences(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The main line and every branch, each on its own (a branch starts fresh)."""
+    found = [turns]
+    for turn in turns:
+        for key in ("on_denied", "on_changed"):
+            if key in turn:
+                found += _sequences(turn[key])
+    return found
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=IDS)
 def test_replay_calls_real_tools_with_their_required_args(path: Path) -> None:
-    _, turns = _replay(path)
-    for i, turn in enumerate(turns):
-        assert set(turn) == {"parts"} and turn["parts"], f"turn {i}"
+    from lab.replay import load_replay
+
+    scenario, turns = _replay(path)
+    load_replay(scenario.replay_path() or path)  # the loader checks expects and branches
+    for where, turn in _every_turn(turns):
+        assert set(turn) <= {"parts", "expects", "on_denied", "on_changed"} and turn["parts"], \
+            where
         for part in turn["parts"]:
-            assert set(part) <= {"text", "functionCall"}, f"turn {i}: {part}"
-    calls = _calls(turns)
-    for call in calls:
-        assert call["name"] in TOOL_NAMES
-        required = declaration(call["name"])["parameters"]["required"]
-        missing = [r for r in required if not call["args"].get(r)]
-        assert not missing, f"{call['name']} lacks {missing}"
-    assert calls[-1]["name"] == COMPLETE_INVESTIGATION
-    assert [c["name"] for c in calls].count(COMPLETE_INVESTIGATION) == 1
+            assert set(part) <= {"text", "functionCall"}, f"turn {where}: {part}"
+    for line in _lines(turns):
+        calls = _calls(line)
+        for call in calls:
+            assert call["name"] in TOOL_NAMES
+            required = declaration(call["name"])["parameters"]["required"]
+            missing = [r for r in required if not call["args"].get(r)]
+            assert not missing, f"{call['name']} lacks {missing}"
+        assert calls[-1]["name"] == COMPLETE_INVESTIGATION
+        assert [c["name"] for c in calls].count(COMPLETE_INVESTIGATION) == 1
+
+
+def _risky(call: dict[str, Any]) -> str | None:
+    """What in a call needs an engineer: a capture, or a probe inside a VM."""
+    if call["name"] == "capture_traffic":
+        return "capture"
+    command = str(call["args"].get("command") or "")
+    return "probe" if call["name"] == "run_shell_cmd" and "run-command invoke" in command \
+        else None
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=IDS)
+def test_every_scenario_asks_an_engineer_at_least_once(path: Path) -> None:
+    """The second-engineer approval is the heart of the product: every shipped replay has a
+    RISKY step (a capture or an in-VM probe) on its main line."""
+    _, turns = _replay(path)
+    assert any(_risky(c) for c in _calls(turns)), f"{path.stem}: no RISKY step"
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=IDS)
+def test_every_capture_and_probe_step_has_a_pivot_when_denied(path: Path) -> None:
+    """The turn after a capture or a probe says what it depends on, and an engineer's denial
+    takes a branch that pivots as the playbook says (lab.replay_format)."""
+    _, turns = _replay(path)
+    for line in _sequences(turns):
+        for i, turn in enumerate(line[:-1]):
+            kinds = {_risky(c) for c in _calls([turn])} - {None}
+            if not kinds:
+                continue
+            nxt = line[i + 1]
+            if "capture" in kinds and "db-vm-01" in json.dumps(turn):
+                continue  # extension-missing: this capture cannot start (no approval asked)
+            assert nxt.get("expects"), f"{path.stem}: the turn after {kinds} expects nothing"
+            assert nxt.get("on_denied") or _calls([nxt])[-1]["name"] == COMPLETE_INVESTIGATION \
+                or any(t.get("on_denied") for t in line[i + 1:]), \
+                f"{path.stem}: no on_denied branch after {kinds}"
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=IDS)
@@ -278,15 +350,28 @@ def test_demo_plays_the_replay_to_the_truth(path: Path, tmp_path: Path,
 
     if any(c["name"] == "capture_traffic" for c in _calls(turns)):
         analyses = [r for r in commands if "forensics" in str(r.get("command"))]
-        if scenario.truth.category == "extension_missing":
-            assert not analyses  # the capture cannot start without the extension
-        else:
-            assert analyses and all(r.get("exit_code") == 0 for r in analyses), \
-                "the capture was not analysed by the forensics engine"
-            assert any(r.get("classification") == "RISKY" for r in commands), \
-                "creating the capture asked for an engineer's approval"
-            assert "through the Safe-Exec Shell" in rca, \
-                "the RCA quotes the forensic report's executive summary"
+        assert analyses and all(r.get("exit_code") == 0 for r in analyses), \
+            "the capture was not analysed by the forensics engine"
+        assert "through the Safe-Exec Shell" in rca, \
+            "the RCA quotes the forensic report's executive summary"
+        # the cleanup deleted the raw pcap, and the report says so instead of listing its path
+        assert "deleted by the cleanup" in rca
+    assert any(r.get("classification") == "RISKY" for r in commands), \
+        "the demo asked for an engineer's approval"
+    # the main line played to its end: no honest end, no branch
+    texts = [p.get("text", "") for t in store.turns(inv.session_id) if t["role"] == "model"
+             for p in t["content"].get("parts") or []]
+    assert not any("cannot follow" in t for t in texts)
+    _assert_bookkeeping(rca, inv.session_id)
+    assert "charges" not in out.getvalue() and "charges" not in rca
+
+
+def _assert_bookkeeping(rca: str, session_id: str) -> None:
+    """Every audit id the RCA cites anywhere is a row of its command table."""
+    table = rca.split("## Command Evidence", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| (" + re.escape(session_id) + r"_\d{3,}) \|", table, re.M))
+    cited = set(re.findall(re.escape(session_id) + r"_\d{3,}", rca))
+    assert cited <= rows, f"cited but not in the command table: {sorted(cited - rows)}"
 
 
 def _hypothesis_rows(rca: str) -> dict[str, list[str]]:
