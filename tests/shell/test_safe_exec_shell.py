@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import shlex
-import sys
 import threading
 from collections import deque
 from datetime import timedelta
@@ -19,7 +17,6 @@ from core.safety.command_run import ShellLimits
 from core.safety.shell import SafeExecShell
 from storage.store import Store
 
-PY = sys.executable
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "pcaps"
 STORAGE_KEY = "AccountKey=" + "Zm9vYmFy" * 11 + "=="
 
@@ -125,11 +122,10 @@ def test_approver_failure_fails_closed(store: Store, sid: str, tmp_path: Path) -
 
 
 def test_pending_approval_resumes_in_another_process_exactly_once(
-    store: Store, sid: str, tmp_path: Path, migrated_url: str
+    store: Store, sid: str, tmp_path: Path, migrated_url: str, tool: str
 ) -> None:
     counter = tmp_path / "count"
-    code = f"open({str(counter)!r}, 'a').write('x')"
-    cmd = f"{PY} -c {shlex.quote(code)}"
+    cmd = f"{tool} append {counter} x"
     chat = ScriptedApprover(None, immediate=False)
     first = make_shell(store, sid, chat, tmp_path).execute({"command": cmd, "reasoning": "x"})
     assert first["status"] == "pending_approval" and not counter.exists()
@@ -182,11 +178,10 @@ def test_interrupted_command_is_closed_not_rerun(store: Store, sid: str,
 
 
 def test_output_is_redacted_and_truncated_before_storage(store: Store, sid: str,
-                                                         tmp_path: Path) -> None:
+                                                         tmp_path: Path, tool: str) -> None:
     # the secret appears only in the output, never in the command line
-    script = "print('Account' + 'Key=' + 'Zm9vYmFy' * 11 + '=='); [print(i) for i in range(1000)]"
     shell = make_shell(store, sid, ScriptedApprover(Decision.approve("alice")), tmp_path)
-    res = shell.execute({"command": f"{PY} -c {shlex.quote(script)}", "reasoning": "x"})
+    res = shell.execute({"command": f"{tool} key-and-lines 1000", "reasoning": "x"})
     assert res["status"] == "completed"
     stored = store.audit_records(sid)[-1]
     assert "Zm9vYmFy" not in stored["output"] and "Zm9vYmFy" not in res["output"]
@@ -204,11 +199,10 @@ def test_a_risky_command_carrying_a_secret_is_not_queued(store: Store, sid: str,
     assert store.approvals(sid) == []
 
 
-def test_timeout_is_reported(store: Store, sid: str, tmp_path: Path) -> None:
+def test_timeout_is_reported(store: Store, sid: str, tmp_path: Path, tool: str) -> None:
     shell = make_shell(store, sid, ScriptedApprover(Decision.approve("alice")), tmp_path,
                        limits=ShellLimits(timeout_s=0.5))
-    res = shell.execute({"command": f"{PY} -c 'import time; time.sleep(30)'",
-                         "reasoning": "x"})
+    res = shell.execute({"command": f"{tool} sleep 30", "reasoning": "x"})
     assert res["status"] == "error" and res["error"] == "timeout"
 
 
