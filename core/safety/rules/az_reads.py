@@ -204,8 +204,10 @@ PATH_ONLY_OPTIONS: Final = {"--file": ("storage", "blob", "download"),
                             "--max-connections": ("storage", "blob", "download")}
 #: Reads that are clean only with an option set to a value: blob reads with `--auth-mode key`
 #: (the default with no login) fetch the account key first.
-REQUIRED_VALUES: Final[dict[tuple[str, ...], tuple[str, str]]] = {("storage", "blob", "list"): ("--auth-mode", "login"),
-                          ("storage", "blob", "download"): ("--auth-mode", "login")}
+REQUIRED_VALUES: Final[dict[tuple[str, ...], tuple[str, str]]] = {
+    ("storage", "blob", "list"): ("--auth-mode", "login"),
+    ("storage", "blob", "download"): ("--auth-mode", "login"),
+}
 #: Long spellings that azure-cli documents as aliases of the names above.
 ALIASES: Final = {"--out": "--output", "--resource-group-name": "--resource-group",
                   "--ip": "--ip-address", "--vnet-gateway": "--gateway-name"}
