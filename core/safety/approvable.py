@@ -83,6 +83,10 @@ def _never_offered(program: str, args: list[str]) -> Verdict | None:
         "power": ("T0.power", f"'{program}' changes the host's power state or runlevel"),
         "disks": ("T0.disk_format", f"'{program}' changes disks, partitions, volumes or swap"),
         "kernel": ("T0.privilege_escalation", f"'{program}' loads or unloads kernel code"),
+        "tunnels": ("T0.reverse_shell", f"'{program}' opens a tunnel or remote access into "
+                    "the host"),
+        "memory": ("T0.credential_store", f"'{program}' copies a process's memory, and the "
+                   "secrets in it"),
     }[kind]
     return _no(rule, what)
 
@@ -131,7 +135,7 @@ def _paths_problem(program: str, args: list[str], ctx: Context,
         if why is not None:
             return _no("T0.protected_write", f"'{program}' would write {target[:60]!r}, "
                        f"{why}")
-        if program in ("rm", "rmdir", "shred", "mv", "unlink") and critical_delete(
+        if program in ("rm", "rmdir", "shred", "mv", "unlink", "find") and critical_delete(
                 target, ctx.cwd):
             return _no("T0.rm_root", f"'{program}' would remove {target[:60]!r}, a top-level "
                        "directory")
@@ -142,7 +146,7 @@ def _unknown_problem(program: str, args: list[str], ctx: Context) -> Verdict | N
     """An unknown program is approvable only with arguments that run or touch nothing."""
     for word in args:
         base = word.rstrip("/").rsplit("/", 1)[-1].lower()
-        if programs.runs_programs(base) or programs.never_offered(base):
+        if programs.dangerous_name(base):
             return _no("T0.runs_programs", f"'{program}' is not known to the gate and is given "
                        f"the program {word[:40]!r}, which it may run")
         if _SCRIPT_RE.search(word) and not word.startswith("-"):
@@ -162,9 +166,22 @@ def _unknown_problem(program: str, args: list[str], ctx: Context) -> Verdict | N
     return _paths_problem(program, args, ctx, targets)
 
 
-def _kind(program: str) -> str:
+_READ_VERBS: Final = frozenset({
+    "get", "describe", "logs", "top", "explain", "api-resources", "api-versions", "version",
+    "cluster-info", "events", "ps", "inspect", "images", "stats", "port", "info", "history",
+    "status", "show", "list", "ls", "cat", "is-active", "is-enabled", "is-failed", "log",
+    "diff", "blame", "list-units", "list-unit-files", "list-timers", "list-sockets",
+    "list-dependencies", "get-values", "values", "search", "pods",
+})
+
+
+def _kind(program: str, args: list[str]) -> str:
     if programs.never_offered(program) == "disks":
         return "reader"  # only its read-only forms get this far
+    verb = next((w for w in args if not w.startswith("-")), "")
+    if program in ("kubectl", "docker", "podman", "crictl", "helm", "git", "systemctl",
+                   "service") and (verb in _READ_VERBS or not verb):
+        return "reader"
     if program in programs.NETWORK_TOOLS:
         return "network"
     if program in programs.CHANGERS:
@@ -213,7 +230,7 @@ def judge_command(argv: tuple[str, ...], verdict: Verdict | None, ctx: Context) 
         return found
     if verdict is not None:
         return verdict
-    rule = _RISKY_RULE[_kind(low)]
+    rule = _RISKY_RULE[_kind(low, args)]
     does = {"T3.host_read": "reads the host", "T3.destructive_program": "changes files, "
             "processes, services or the network", "T3.network_tool": "talks to the network"}
     return make_verdict(rule, f"'{program}' {does[rule]}; an engineer must approve it.", argv)

@@ -68,7 +68,16 @@ def _match_options(args: list[str]) -> bool:
                "--jump", "-w", "--wait", "-W", "--wait-interval", "-v", "--verbose", "-n",
                "--numeric", "-x", "--exact", "--line-numbers", "-4", "-6", "-g", "--goto",
                "--reject-with", "--log-prefix", "--log-level"}
-    return any(w.startswith("-") and w not in control for w in args)
+    any_value = {"all", "0/0", "0.0.0.0/0", "::/0", "any", "anywhere", "0.0.0.0", "::"}
+    selecting = False
+    for index, word in enumerate(args):
+        if word.startswith("-") and word not in control:
+            value = args[index + 1].lower() if index + 1 < len(args) else ""
+            if word in ("-p", "--protocol", "-s", "--source", "-d", "--destination",
+                        "--src", "--dst") and value in any_value:
+                continue
+            selecting = True
+    return selecting
 
 
 def _firewall(program: str, args: list[str]) -> Hit:
@@ -85,7 +94,9 @@ def _firewall(program: str, args: list[str]) -> Hit:
 
 
 def _nft(args: list[str]) -> Hit:
-    words = [w.lower() for w in args]
+    words = " ".join(args).lower().replace(";", " ; ").split()
+    if any(w == "policy" for w in words) and any(w in ("drop", "reject") for w in words):
+        return "T0.host_destruction", "nft setting a default-drop policy"
     if any(w in ("-f", "--file") or w.startswith("--file=") for w in words):
         return _FILE, "nft -f loads rules from a file the gate cannot see"
     if words[:2] in (["add", "rule"], ["insert", "rule"]) and len(words) > 5:
@@ -144,6 +155,29 @@ def _tar(args: list[str]) -> Hit:
             return _RUN, f"tar {name} runs another program"
         if name in ("-P", "--absolute-names"):
             return "T0.protected_write", "tar -P lets the archive write anywhere on the host"
+    return None
+
+
+def _zip(args: list[str]) -> Hit:
+    if any(w in ("-TT", "--unzip-command") or w.startswith("--unzip-command=") for w in args):
+        return _RUN, "zip -TT runs a program to test the archive"
+    return None
+
+
+def _tc(args: list[str]) -> Hit:
+    words = [w.lower() for w in args]
+    if "loss" in words and any(w in ("100%", "100") for w in words):
+        return "T0.host_destruction", "tc dropping every packet of an interface"
+    if any(w in ("-b", "-batch") for w in words):
+        return _FILE, "tc -batch runs tc commands from a file the gate cannot see"
+    return None
+
+
+def _nmcli(args: list[str]) -> Hit:
+    words = [w.lower() for w in args if not w.startswith("-")]
+    if words[:2] in (["networking", "off"], ["n", "off"], ["radio", "all"]) or (
+            words[:1] == ["general"] and "hostname" in words and len(words) > 2):
+        return "T0.host_destruction", "nmcli turning all networking off"
     return None
 
 
@@ -256,7 +290,10 @@ def _kubectl(args: list[str]) -> Hit:
     kinds = " ".join(words[1:3]).lower()
     if verb == "create" and any(k in kinds for k in ("secret", "token", "serviceaccount")):
         return "T0.credential_store", "kubectl create secret/token mints credentials"
-    if verb == "get" and "secret" in kinds and any(_SECRET_OUTPUT_RE.match(w) for w in args):
+    if verb == "get" and "secret" in kinds and any(
+            _SECRET_OUTPUT_RE.match(w) and not (index + 1 < len(args) and args[index + 1] in (
+                "name", "wide")) and w not in ("-oname", "-owide", "--output=name")
+            for index, w in enumerate(args)):
         return "T0.credential_store", "kubectl get secret with an output format prints secrets"
     return None
 
@@ -410,6 +447,9 @@ _FAMILIES: Final[dict[str, Callable[[str, list[str]], Hit]]] = {
     "find": lambda p, a: _find(a),
     "tar": lambda p, a: _tar(a),
     "rsync": lambda p, a: _rsync(a),
+    "zip": lambda p, a: _zip(a),
+    "tc": lambda p, a: _tc(a),
+    "nmcli": lambda p, a: _nmcli(a),
     "scp": lambda p, a: _scp(a), "sftp": lambda p, a: _scp(a),
     "git": lambda p, a: _git(a),
     "docker": _docker, "podman": _docker, "nerdctl": _docker,

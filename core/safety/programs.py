@@ -21,7 +21,7 @@ SHELLS: Final = frozenset({
     "posh", "sash", "scsh", "busybox", "toybox",
 })
 _INTERPRETER_RE: Final = re.compile(
-    r"^(?:python|pypy|jython|ipython|micropython|cpython|perl|ruby|jruby|irb|node|nodejs|deno"
+    r"^(?:(?:ba|da|k|mk|pdk|z|c|tc|fi|a|ya|o|lok|r|s)?sh|python|pypy|jython|ipython|micropython|cpython|perl|ruby|jruby|irb|node|nodejs|deno"
     r"|bun|php|php-cgi|lua|luajit|tclsh|wish|expect|rscript|r|julia|osascript|jshell|groovy"
     r"|scala|kotlin|kotlinc|guile|racket|sbcl|clisp|ocaml|ghc|ghci|runghc|runhaskell|erl"
     r"|escript|elixir|iex|gawk|mawk|nawk|awk|busybox|java|dotnet|mono|wine|qemu-[a-z0-9_]+"
@@ -44,7 +44,10 @@ WRAPPERS: Final = frozenset({
     "lxc-attach", "lxc-execute", "machinectl", "runc", "ctr", "nerdctl", "sem", "rr",
     "with-lock-ex", "lckdo", "chronic", "ifne", "vipe", "pee", "setarch", "linux32",
     "linux64", "ssh", "autossh", "mosh", "rsh", "rlogin", "telnetd", "inetd", "xinetd",
-    "expect", "empty", "entr", "watchexec", "reptyr", "tini", "dumb-init",
+    "expect", "empty", "entr", "watchexec", "reptyr", "tini", "dumb-init", "sshd", "dropbear",
+    "xterm", "uxterm", "rxvt", "urxvt", "gnome-terminal", "konsole", "xfce4-terminal",
+    "terminator", "alacritty", "kitty", "x-terminal-emulator", "dbus-launch", "systemd-cat",
+    "coproc", "run-one", "fakechroot", "daemon", "ld.so", "cron", "crond", "anacron", "atd",
     "s6-setuidgid", "setuidgid", "envdir", "envuidgid", "softlimit", "ulimit",
 })
 #: Interactive editors and pagers: they read keystrokes and can start a shell.
@@ -56,6 +59,16 @@ EDITORS: Final = frozenset({
     "nnn",
     "tmux", "screen", "irb", "bc", "dc",
 })
+#: Tunnels and remote-access agents: they open the host to someone outside it.
+TUNNELS: Final = frozenset({
+    "ngrok", "chisel", "frpc", "frps", "cloudflared", "bore", "lt", "inlets", "sshuttle",
+    "autossh", "iodine", "dns2tcp", "ptunnel", "ptunnel-ng", "stunnel", "gost", "rathole",
+    "pwncat", "pwncat-cs", "meterpreter", "msfconsole", "msfvenom", "teleport", "tsh",
+    "anydesk", "teamviewer", "x11vnc", "vncserver", "xrdp",
+})
+#: Programs that copy a process's memory (and the secrets in it).
+MEMORY_DUMPERS: Final = frozenset({"gcore", "procdump", "memdump", "avml", "lime", "volatility",
+                                   "vol", "vol.py", "mimipenguin", "dumpcap-mem", "criu"})
 #: Accounts, groups, passwords, sudo rights, logins: privilege escalation and persistence.
 ACCOUNTS: Final = frozenset({
     "useradd", "usermod", "userdel", "adduser", "deluser", "groupadd", "groupmod", "groupdel",
@@ -75,6 +88,9 @@ BOOT: Final = frozenset({
     "update-initramfs", "dracut", "lilo", "extlinux", "syslinux", "kexec", "shim-install",
     "sbctl", "mokutil", "fw_setenv", "fwupdmgr", "fwupdtool", "flashrom",
 })
+#: Out-of-band power control.
+_OOB_POWER: Final = frozenset({"ipmitool", "ipmipower", "racadm", "hponcfg", "wakeonlan",
+                               "etherwake", "uhubctl"})
 #: Power and runlevels.
 POWER: Final = frozenset({
     "shutdown", "reboot", "halt", "poweroff", "kexec", "killall5", "rtcwake", "pm-suspend",
@@ -190,11 +206,22 @@ def never_offered(name: str) -> str | None:
     low = name.lower()
     if runs_programs(low):
         return "runs"
-    for kind, table in (("accounts", ACCOUNTS), ("boot", BOOT), ("power", POWER),
-                        ("disks", DISKS), ("kernel", KERNEL)):
+    for kind, table in (("accounts", ACCOUNTS), ("boot", BOOT), ("power", POWER | _OOB_POWER),
+                        ("disks", DISKS), ("kernel", KERNEL), ("tunnels", TUNNELS),
+                        ("memory", MEMORY_DUMPERS)):
         if low in table or (kind == "disks" and low.startswith(("mkfs.", "fsck."))):
             return kind
     return None
+
+
+#: Known programs whose name, handed to an unknown program, says it may be a wrapper: it
+#: could run them (`frob rm -rf /tmp/x`). Read-only probes (`mysqladmin ping`) are not here.
+def dangerous_name(name: str) -> bool:
+    low = name.lower()
+    return (runs_programs(low) or never_offered(low) is not None
+            or (low in CHANGERS and low not in READERS) or low in NETWORK_TOOLS
+            or low in ("kill", "pkill", "killall", "chmod", "chown", "rm", "dd", "cp", "mv",
+                       "tee", "systemctl", "iptables", "nft", "ip", "curl", "wget"))
 
 
 def known(name: str) -> bool:

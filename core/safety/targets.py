@@ -209,6 +209,13 @@ def write_targets(program: str, args: list[str]) -> list[str]:
         found += ops
     elif program in _LAST_OPERAND and len(ops) >= 2:
         found.append(ops[-1])
+        if program == "rsync" and any(w.startswith("--remove-source") for w in args):
+            found += ops[:-1]
+    elif program == "find" and "-delete" in args:
+        for word in args:
+            if word.startswith(("-", "(", "!")):
+                break
+            found.append(word)
     elif program == "dd":
         found += [w[3:] for w in args if w.startswith("of=")]
     elif program == "uniq" and len(ops) >= 2:

@@ -101,14 +101,54 @@ def _never(rule: str, argv: tuple[str, ...], why: str) -> Verdict:
                         "engineer to run it themselves.", argv)
 
 
+#: Verbs that mint or hand out a credential (a SAS token, a key).
+_MINTING: Final = ("generate-sas", "generate-key", "create-sas", "get-sas", "keys renew",
+                   "regenerate", "renew-key")
+#: Top-level network resources: deleting one is not a remediation (its rules, routes, records
+#: and the captures are).
+_NETWORK_SUBRESOURCE_MIN: Final = 4
+
+
+def _network_wipe(path: list[str], argv: tuple[str, ...]) -> Verdict | None:
+    """az forms of a firewall wipe: deny-all NSG rules, black-holed default routes, deletes."""
+    words = [w.lower() for w in argv]
+
+    def value(*names: str) -> str:
+        for index, word in enumerate(words[:-1]):
+            if word.partition("=")[0] in names:
+                return word.partition("=")[2] or words[index + 1]
+        return ""
+
+    shown = " ".join(path)
+    if path[-1] == "delete" and path[0] == "network" and len(path) < _NETWORK_SUBRESOURCE_MIN:
+        return _never("T0.az_not_approvable", argv, f"az {shown} deletes a whole network "
+                      "resource (its rules, routes and records can be changed instead)")
+    if path[:3] == ["network", "nsg", "rule"] and path[-1] in ("create", "update"):
+        ports = value("--destination-port-ranges", "--destination-port-range")
+        source = value("--source-address-prefixes", "--source-address-prefix")
+        if value("--access") == "deny" and ports in ("*", "0-65535") and source in (
+                "", "*", "any", "internet", "0.0.0.0/0"):
+            return _never("T0.host_destruction", argv, "an NSG rule that denies every port "
+                          "from everywhere cuts the resources off")
+    if path[:3] == ["network", "route-table", "route"] and path[-1] in ("create", "update"):
+        if value("--address-prefix") in ("0.0.0.0/0", "::/0") and value(
+                "--next-hop-type") == "none":
+            return _never("T0.host_destruction", argv, "a default route to None drops all "
+                          "outbound traffic of the subnet")
+    return None
+
+
 def _unlisted(path: list[str], argv: tuple[str, ...], ctx: Context) -> Verdict:
     verb = path[-1]
     shown = " ".join(path)
     secret = _secret_word(path)
+    if any(m in " ".join(path) for m in _MINTING):
+        return _never("T0.az_credentials", argv, f"az {shown} mints a credential (a SAS "
+                      "token or a key)")
     if verb in _MUTATING or any(len(path) >= 2 and (path[-2], verb) == pair
                                 for pair in _STATEFUL_READS):
         if secret is None and approvable_write(tuple(path)):
-            return _approvable_write(path, argv, ctx)
+            return _network_wipe(path, argv) or _approvable_write(path, argv, ctx)
         return _never("T0.az_not_approvable", argv, f"az {shown} changes state, and only "
                       "network resources, VM power, packet captures and their blobs are "
                       "offered for approval")
