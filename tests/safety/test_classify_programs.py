@@ -202,7 +202,7 @@ AZ = [
     ("az storage blob delete --account-name sa -c captures -n x.pcap", R, "T2.az_mutating_verb"),
     ("az network nsg rule update -g rg --nsg-name n -n r --access Allow", R,
      "T2.az_mutating_verb"),
-    ("az network vnet delete -g rg -n vnet", R, "T2.az_mutating_verb"),
+    ("az network vnet delete -g rg -n vnet", F, "T0.az_not_approvable"),
     ("az vm stop -g rg -n v", R, "T2.az_mutating_verb"),
     ("az account set --subscription x", F, "T0.az_not_approvable"),
     ("az login", F, "T0.az_not_approvable"),
@@ -217,7 +217,7 @@ AZ = [
     ("az servicebus namespace authorization-rule keys list -g rg --namespace-name ns -n r", R,
      "T2.az_secret_read"),
     ("az storage account generate-sas --account-name sa --permissions r --expiry 2030-01-01",
-     R, "T2.az_secret_read"),
+     F, "T0.az_credentials"),
     ("az webapp config appsettings list -g rg -n app", R, "T2.az_secret_read"),
     ("az webapp deployment list-publishing-credentials -g rg -n app", R, "T2.az_secret_read"),
     ("az acr credential show -n reg", R, "T2.az_secret_read"),
@@ -313,7 +313,7 @@ OTHERS = [
     ("nohup ping -c 1 x", F, "T0.runs_programs"),
     ("nice ping -c 1 x", F, "T0.runs_programs"),
     ("frobnicate --all", R, "T3.unknown_program"),
-    ("kubectl get pods", R, "T3.destructive_program"),
+    ("kubectl get pods", R, "T3.host_read"),
     ("iptables -L", R, "T3.destructive_program"),
 ]
 
