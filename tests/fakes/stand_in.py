@@ -1,12 +1,14 @@
-"""A stand-in program for the shell tests: an approvable command that writes, sleeps, prints.
+"""A stand-in program for tests that need a real, approvable process that writes, sleeps, prints.
 
 The gate offers an unknown program for approval only as one simple command with literal
-arguments, and never an interpreter (`python -c ...`), so the tests that need a real process
-doing something observable run `ghost-test-tool`, a small script put first on PATH.
+arguments, and never an interpreter (`python -c ...`, issue 28), so tests that need a real
+process doing something observable run `ghost-test-tool`, a small script put first on PATH by
+the `tool` fixture (processes the test forks inherit it).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -36,10 +38,10 @@ elif verb == "key-and-lines":   # a storage key in the output, never on the comm
 @pytest.fixture
 def tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The name of the stand-in program, on PATH for this test (and processes it forks)."""
-    bin_dir = tmp_path / "bin"
+    bin_dir = tmp_path / "stand-in-bin"
     bin_dir.mkdir()
     path = bin_dir / TOOL
     path.write_text(_SCRIPT)
     path.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ.get('PATH', '')}")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ.get('PATH', '')}")
     return TOOL
