@@ -3,7 +3,8 @@
 The only module in `core` that may import subprocess (spec layer 1). It runs exactly what it is
 given: classification and approval happen before, in the gate. The child gets its own process
 group so that a timeout kills everything it started, stdin is /dev/null, and each output stream is
-read incrementally and capped, so a runaway command cannot exhaust memory.
+read incrementally and capped, so a runaway command cannot exhaust memory. A text filter that
+follows a pipe gets the previous stage's (bounded) output as stdin instead.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import selectors
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -121,12 +123,27 @@ def _leader_exited(pid: int) -> bool:
 
 def run_argv(argv: Sequence[str], *, timeout_s: float, max_output_bytes: int,
              env_allowlist: Iterable[str] = (), environ: Mapping[str, str] | None = None,
-             cwd: str | os.PathLike[str] | None = None) -> ExecResult:
+             cwd: str | os.PathLike[str] | None = None,
+             stdin_data: bytes | None = None) -> ExecResult:
     """Run argv (no shell) and return its bounded, decoded output.
 
     `max_output_bytes` caps each of stdout and stderr. On timeout the whole process group gets
-    SIGKILL and `timed_out` is True. Raises ProgramNotFoundError / ProgramNotExecutableError.
+    SIGKILL and `timed_out` is True. `stdin_data` (bounded by the caller) is what the program
+    reads on stdin, from a temporary file (a text filter after a pipe); otherwise /dev/null.
+    Raises ProgramNotFoundError / ProgramNotExecutableError.
     """
+    if stdin_data is None:
+        return _run(argv, timeout_s, max_output_bytes, env_allowlist, environ, cwd,
+                    subprocess.DEVNULL)
+    with tempfile.TemporaryFile() as source:
+        source.write(stdin_data)
+        source.seek(0)
+        return _run(argv, timeout_s, max_output_bytes, env_allowlist, environ, cwd, source)
+
+
+def _run(argv: Sequence[str], timeout_s: float, max_output_bytes: int,
+         env_allowlist: Iterable[str], environ: Mapping[str, str] | None,
+         cwd: str | os.PathLike[str] | None, stdin: int | IO[bytes]) -> ExecResult:
     args = list(argv)
     if not args or not all(isinstance(a, str) for a in args):
         raise ValueError("argv must be a non-empty sequence of str")
@@ -139,7 +156,7 @@ def run_argv(argv: Sequence[str], *, timeout_s: float, max_output_bytes: int,
     start = time.monotonic()
     try:
         proc = subprocess.Popen(  # noqa: S603 - argv from the gate, shell=False
-            args, shell=False, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            args, shell=False, stdin=stdin, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=env, cwd=cwd, close_fds=True, start_new_session=True)
     except FileNotFoundError as exc:
         raise ProgramNotFoundError(f"{args[0]!r}: program not found on PATH "

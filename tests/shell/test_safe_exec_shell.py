@@ -294,3 +294,38 @@ def test_rc_flags_are_added_first() -> None:
     assert without_rc_files(("curl", "-sI", "https://x")) == ["curl", "-q", "-sI", "https://x"]
     assert without_rc_files(("dig", "+short", "x")) == ["dig", "-r", "+short", "x"]
     assert without_rc_files(("ss", "-tln")) == ["ss", "-tln"]
+
+
+def test_an_approved_pipeline_runs_stage_by_stage_without_a_shell(store: Store, sid: str,
+                                                                   tmp_path: Path) -> None:
+    """issue 28: a command piped into text filters is approvable, so it must also run."""
+    approver = ScriptedApprover(Decision.approve("alice"))
+    shell = make_shell(store, sid, approver, tmp_path)
+    res = shell.execute({"command": "seq 10 | grep -v 3 | sort -rn | head -n 2",
+                         "reasoning": "x"})
+    assert approver.seen[0].rule == "T3.pipeline"
+    assert res["status"] == "completed" and res["exit_code"] == 0, res
+    assert res["output"].split() == ["10", "9"]
+
+
+def test_a_pipeline_redirected_into_the_data_dir_writes_redacted_output(
+        store: Store, sid: str, tmp_path: Path) -> None:
+    (tmp_path / "conn.txt").write_text(f"{STORAGE_KEY}\nline two\n")
+    shell = make_shell(store, sid, ScriptedApprover(Decision.approve("alice")), tmp_path)
+    res = shell.execute({"command": f"grep -n line {tmp_path}/conn.txt {tmp_path}/x.txt "
+                                    f"2>/dev/null > {tmp_path}/found.txt", "reasoning": "x"})
+    assert res["status"] == "completed" and res["output"] == "", res
+    assert (tmp_path / "found.txt").read_text().strip().endswith("line two")
+    res = make_shell(store, sid, ScriptedApprover(Decision.approve("alice")), tmp_path).execute(
+        {"command": f"tail -n 2 {tmp_path}/conn.txt > {tmp_path}/copy.txt", "reasoning": "x"})
+    copied = (tmp_path / "copy.txt").read_text()
+    assert res["status"] == "completed" and "Zm9vYmFy" not in copied and "line two" in copied
+
+
+def test_a_pipeline_into_a_shell_is_refused_not_offered(store: Store, sid: str,
+                                                        tmp_path: Path) -> None:
+    approver = ScriptedApprover()
+    shell = make_shell(store, sid, approver, tmp_path)
+    res = shell.execute({"command": "seq 3 | xargs -I % sh -c %", "reasoning": "x"})
+    assert res["error"] == "forbidden_command" and not approver.seen
+    assert "T0.interpreting_pipe" in res["stderr"] and "ask the engineer" in res["stderr"]
