@@ -225,7 +225,8 @@ def judge_command(argv: tuple[str, ...], verdict: Verdict | None, ctx: Context) 
         problem = sed_problem(args, stage=False)
         if problem is not None and "-i" not in problem:
             return _no("T0.runs_programs", problem, argv)
-    found = _paths_problem(low, args, ctx, write_targets(low, args))
+    targets = write_targets(low, args)
+    found = _paths_problem(low, args, ctx, targets)
     if found is not None:
         return found
     if verdict is not None:
@@ -233,7 +234,12 @@ def judge_command(argv: tuple[str, ...], verdict: Verdict | None, ctx: Context) 
     rule = _RISKY_RULE[_kind(low, args)]
     does = {"T3.host_read": "reads the host", "T3.destructive_program": "changes files, "
             "processes, services or the network", "T3.network_tool": "talks to the network"}
-    return make_verdict(rule, f"'{program}' {does[rule]}; an engineer must approve it.", argv)
+    what = does[rule]
+    shown = [t for t in targets if pathlike(t)] or [t for t in targets if "." in t]
+    if rule == "T3.destructive_program" and shown:
+        more = f" and {len(shown) - 1} more" if len(shown) > 1 else ""
+        what = f"changes {shown[0][:80]}{more}"
+    return make_verdict(rule, f"'{program}' {what}; an engineer must approve it.", argv)
 
 
 # ---- pipelines and redirections ------------------------------------------------------------

@@ -73,6 +73,8 @@ def _match_options(args: list[str]) -> bool:
     for index, word in enumerate(args):
         if word.startswith("-") and word not in control:
             value = args[index + 1].lower() if index + 1 < len(args) else ""
+            if word == "--comment" or (word in ("-m", "--match") and value == "comment"):
+                continue  # a comment selects nothing
             if word in ("-p", "--protocol", "-s", "--source", "-d", "--destination",
                         "--src", "--dst") and value in any_value:
                 continue
@@ -109,7 +111,10 @@ def _nft(args: list[str]) -> Hit:
 
 
 def _ufw(args: list[str]) -> Hit:
-    words = [w.lower() for w in args]
+    words = [w.lower() for w in args if not w.startswith("-")]
+    if words[:1] in (["reset"], ["disable"]) or (words[:1] == ["default"] and any(
+            w in ("deny", "reject") for w in words)):
+        return "T0.host_destruction", "ufw resetting or closing the firewall"
     if words[:1] in (["deny"], ["reject"]):
         rest = [w for w in words[1:] if w not in ("in", "out", "from", "to", "any")]
         if all(w in ("on",) or re.fullmatch(r"[a-z]+[0-9]*", w) for w in rest) and not any(
@@ -135,6 +140,11 @@ def _ip(args: list[str]) -> Hit:
                                                                           "d", "de") and (
             words[2] in ("default", "0.0.0.0/0", "::/0")):
         return "T0.host_destruction", "ip route del default cuts the host off"
+    if len(words) >= 3 and (words[0] in ("route", "r", "ro", "rule", "ru") or "rule".startswith(
+            words[0])) and any(w in ("blackhole", "unreachable", "prohibit") for w in words) and (
+            any(w in ("default", "0.0.0.0/0", "::/0", "all") for w in words)
+            or words[0].startswith("ru")):
+        return "T0.host_destruction", "a blackhole default route or rule drops all traffic"
     return None
 
 
@@ -288,6 +298,9 @@ def _kubectl(args: list[str]) -> Hit:
                                        for w in args):
         return _FILE, f"kubectl {verb} -f applies a manifest the gate cannot read"
     kinds = " ".join(words[1:3]).lower()
+    if verb in ("create", "patch", "apply", "replace", "set", "label", "annotate") and any(
+            k in kinds for k in ("rolebinding", "clusterrole", "role", "cluster-admin")):
+        return "T0.privilege_escalation", "kubectl changing roles or role bindings"
     if verb == "create" and any(k in kinds for k in ("secret", "token", "serviceaccount")):
         return "T0.credential_store", "kubectl create secret/token mints credentials"
     if verb == "get" and "secret" in kinds and any(
@@ -427,6 +440,13 @@ def _curl(args: list[str]) -> Hit:
     return None
 
 
+def _route(args: list[str]) -> Hit:
+    words = [w.lower() for w in args if not w.startswith("-")]
+    if words[:1] in (["del"], ["delete"]) and any(w in ("default", "0.0.0.0") for w in words):
+        return "T0.host_destruction", "route del default cuts the host off"
+    return None
+
+
 def _mount(program: str, args: list[str]) -> Hit:
     ops = [w for w in args if not w.startswith("-")]
     if program == "umount" and any(w.rstrip("/") in ("", "/usr", "/var", "/boot", "/etc",
@@ -471,6 +491,7 @@ _FAMILIES: Final[dict[str, Callable[[str, list[str]], Hit]]] = {
     "wget": lambda p, a: _wget(a),
     "curl": lambda p, a: _curl(a),
     "mount": _mount, "umount": _mount,
+    "route": lambda p, a: _route(a),
 }
 
 

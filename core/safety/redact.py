@@ -28,7 +28,7 @@ from core.safety.secret_base64 import redact_base64
 from core.safety.secret_commands import redact_command_secrets
 from core.safety.secret_decoders import redact_decoders
 from core.safety.secret_formats import FORMAT_PATTERNS
-from core.safety.secret_judge import innocent_value, is_secret, name_class
+from core.safety.secret_judge import innocent_value, is_secret, name_class, not_secret_name
 from core.safety.secret_names import (
     credential_like,
     env_secret,
@@ -212,7 +212,8 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
                 break
         else:  # pragma: no cover - the pattern always sets one group
             return whole
-        if not kv_secret(name, value) or name_class(name) == "pointer" or innocent_value(value):
+        if (not kv_secret(name, value) or name_class(name) == "pointer" or innocent_value(value)
+                or not_secret_name(name)):
             return whole
         learn(value, "secret_value")
         counts["secret_value"] += 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -79,8 +80,20 @@ def _decodings(run: str) -> list[bytes]:
     return out
 
 
+def _gunzipped(data: bytes) -> bytes:
+    """customData and userData are often gzip before base64: inflate (bounded) when they are."""
+    if not data.startswith(b"\x1f\x8b"):
+        return data
+    try:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        return inflater.decompress(data, 1024 * 1024)
+    except zlib.error:
+        return data
+
+
 def _as_text(data: bytes) -> str | None:
     """Decoded bytes that are mostly printable text (a script, JSON, a config), else None."""
+    data = _gunzipped(data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

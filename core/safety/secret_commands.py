@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Final
 
+from core.safety.secret_judge import is_secret
 from core.safety.secret_names import looks_empty
 from core.safety.secret_pairs import learn, mark
 
-_WORD: Final = r"(?:'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"|;&]{1,256})"
+_WORD: Final = r"(?:'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"|;&)]{1,256})"
 _STDIN_RE: Final = re.compile(
     r"(?<![\w-])(?:echo|printf)(?:[ \t]+-[neE]{1,3})?(?:[ \t]+(?:\"%s\\?n?\"|'%s\\?n?'))?"
     r"[ \t]+(?P<s>" + _WORD + r")[ \t]*\|[ \t]*[^\r\n|]{0,200}?"
     r"(?:--password-stdin|--pass-stdin|--passwd-stdin|--password-from-stdin|sudo[ \t]+(?:-\w+"
-    r"[ \t]+)*-\w*S|passwd[ \t]+--stdin|--stdin[ \t]+\S+|-S\b)")
+    r"[ \t]+)*-\w*S|passwd\b|--stdin[ \t]+\S+|-S\b)")
 _POSITIONAL: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("htpasswd", re.compile(
         r"(?<![\w.-])htpasswd[ \t]+-\w*b\w*(?P<n>n)?(?:[ \t]+-\w+)*(?:[ \t]+(?!-)" + _WORD
@@ -44,6 +46,12 @@ _POSITIONAL: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         r"(?i)(?<![\w.-])(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|sqlcl)"
         r"(?:[ \t]+-\w+)*[ \t]+(?:userid=|target[ \t]+|auxiliary[ \t]+)?[A-Za-z0-9_$#.]{1,64}"
         r"/(?P<s>[^\s@/'\"]{1,256})(?=@|\s|$)")),
+    ("openssl passwd", re.compile(
+        r"(?<![\w.-])openssl[ \t]+passwd(?:[ \t]+-(?:1|5|6|apr1|aixmd5|crypt|noverify|quiet"
+        r"|table|reverse|stdin)|[ \t]+-salt[ \t]+\S+)*[ \t]+(?P<s>" + _WORD + r")")),
+    ("call pair", re.compile(
+        r"(?P<n>[\"'][A-Za-z0-9_.\-]{1,64}[\"'])[ \t]*(?:,|\][ \t]*=|\)[ \t]*=|=>)[ \t]*"
+        r"(?P<q>[\"'])(?P<s>[^\"'\r\n]{1,512})(?P=q)")),
     ("az -p", re.compile(r"(?<![\w.-])az[ \t][^\r\n|;]{0,400}?[ \t]-p(?:[ \t]+|=)(?P<s>"
                          + _WORD + r")")),
 )
@@ -52,8 +60,18 @@ _CHPASSWD_LIST_RE: Final = re.compile(
     r"(?m)^[ \t]+(?:-[ \t]+)?[A-Za-z_][A-Za-z0-9_.-]{0,31}:(?P<s>[^\s:]{1,256})[ \t]*$")
 _NEEDLES: Final = {"htpasswd": "htpasswd", "mysqladmin": "mysqladmin",
                    "rabbitmqctl": "rabbitmqctl", "net use": "net use", "cmdkey": "/pass",
-                   "sqlplus": "/", "az -p": "az "}
+                   "sqlplus": "/", "az -p": "az ", "openssl passwd": "passwd",
+                   "call pair": "'"}
 _ORACLE: Final = ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "sqlcl")
+
+
+def _call_pair(replace: Callable[[re.Match[str]], str]) -> Callable[[re.Match[str]], str]:
+    """`define('DB_PASSWORD', 'x')`, `ENV['TOKEN'] = 'x'`, `'api_key' => 'x'`: judged by name."""
+    def judge(match: re.Match[str]) -> str:
+        if not is_secret(match.group("n").strip("\"'"), match.group("s")):
+            return match.group(0)
+        return replace(match)
+    return judge
 
 
 def redact_command_secrets(text: str, lower: str, counts: Counter[str]) -> str:
@@ -70,13 +88,18 @@ def redact_command_secrets(text: str, lower: str, counts: Counter[str]) -> str:
         quote = value[0] if value[:1] in ("'", '"') and value.endswith(value[0]) else ""
         return whole[:start] + quote + mark("cli_secret") + quote + whole[end:]
 
-    if "|" in text and ("echo" in lower or "printf" in lower) and "stdin" in lower or (
-            " -s" in lower and "sudo" in lower):
+    if "|" in text and ("echo" in lower or "printf" in lower) and (
+            "stdin" in lower or "passwd" in lower or ("sudo" in lower and " -s" in lower)):
         text = _STDIN_RE.sub(replace, text)
     if "chpasswd" in lower and "list" in lower:
         text = _CHPASSWD_LIST_RE.sub(replace, text)
     for name, pattern in _POSITIONAL:
         if name == "sqlplus" and not any(p in lower for p in _ORACLE):
+            continue
+        if name == "call pair":
+            if "define(" in lower or "environ[" in lower or "env[" in lower or "setenv(" in lower \
+                    or "=>" in text:
+                text = pattern.sub(_call_pair(replace), text)
             continue
         if _NEEDLES[name] in lower:
             text = pattern.sub(replace, text)

@@ -53,7 +53,7 @@ POINTER_WORDS: Final = frozenset({
 #: Words (or parts of a single word) that make the value a secret.
 _STRONG_PARTS: Final = ("password", "passwd", "passphrase", "passcode", "secret", "credential",
                         "apikey", "privatekey", "secretkey", "connectionstring", "connstr",
-                        "sastoken", "samlresponse", "samlassertion", "bearertoken",
+                        "sastoken", "samlresponse", "samlassertion", "assertion", "bearertoken",
                         "accesstoken", "refreshtoken", "idtoken", "authtoken", "sessiontoken",
                         "securetoken", "clientsecret", "accountkey", "sharedaccesskey",
                         "storagekey", "masterkey", "encryptionkey", "signingkey")
@@ -76,19 +76,34 @@ _MASK_RE: Final = re.compile(
     r"|\*{3,}|x{6,}|X{6,}|•+|\*?SENSITIVE\*DATA\*DELETED\*?|[|>][+-]?[0-9]?)$",
     re.IGNORECASE)
 _REFERENCE_RE: Final = re.compile(
-    r"^(?:@Microsoft\.KeyVault\(|\$\(|\$\{|\{\{|%[A-Za-z_][A-Za-z0-9_]*%$|\$[A-Za-z_]"
+    r"^(?:@Microsoft\.KeyVault\(|\[[A-Za-z]{2,30}\(|\$\(|\$\{|\{\{|%[A-Za-z_][A-Za-z0-9_]*%$"
+    r"|\$[A-Za-z_]"
     r"|secretref:|keyvaultref:|kv://|vault:|ref\+|env:|file:|secretRef|valueFrom)",
     re.IGNORECASE)
 _VAULT_URL_RE: Final = re.compile(
     r"^https://[a-z0-9-]{1,63}\.(?:vault\.azure\.net|vault\.azure\.cn|vault\.usgovcloudapi\.net"
     r"|managedhsm\.azure\.net)(?::443)?/(?:secrets|keys|certificates)/[A-Za-z0-9-]{1,127}"
     r"(?:/[0-9a-f]{32})?/?$", re.IGNORECASE)
+#: Public key material: SSH public keys (with or without their type word) and certificates.
+_PUBLIC_PREFIXES: Final = ("ssh-", "ecdsa-sha2-", "sk-ssh-", "AAAAB3NzaC1", "AAAAC3NzaC1",
+                           "AAAAE2VjZHNh", "-----BEGIN CERTIFICATE", "-----BEGIN PUBLIC KEY",
+                           "-----BEGIN SSH2 PUBLIC KEY")
 _GUID_RE: Final = re.compile(
     r"^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$")
 _DATE_RE: Final = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9:.+\-Z]{0,30})?$")
 #: Enum-like words: `ManagedIdentity`, `RS256`, `files`, `Standard_LRS`, `AES-256-GCM`.
 _ENUM_RE: Final = re.compile(r"^[A-Za-z][A-Za-z]{0,40}[0-9]{0,4}$"
                              r"|^[A-Za-z]{1,20}(?:[_ .-][A-Za-z0-9]{1,20}){1,3}$")
+
+
+#: NOT_SECRET_NAMES without separators (`page_token`, `next-token`, `SkipToken`).
+_NOT_SECRET_JOINED: Final = frozenset(n.replace("_", "").replace("-", "").lstrip("$")
+                                      for n in NOT_SECRET_NAMES)
+
+
+def not_secret_name(name: str) -> bool:
+    """Names that look secret and are not: pagination and continuation tokens, token counts."""
+    return "".join(name_words(name)) in _NOT_SECRET_JOINED
 
 
 @lru_cache(maxsize=4096)
@@ -101,7 +116,8 @@ def name_words(name: str) -> tuple[str, ...]:
 def name_class(name: str) -> str | None:
     """'pointer', 'strong', 'weak' or None for a field, variable, option or header name."""
     words = name_words(name)
-    if not words or normalise_name(name) in NOT_SECRET_NAMES or words[0] == "existing":
+    if not words or normalise_name(name) in NOT_SECRET_NAMES or words[0] == "existing" or (
+            "".join(words) in _NOT_SECRET_JOINED):
         return None
     if words[-1] in POINTER_WORDS and not (words[-1] in ("response", "request")
                                            and "saml" in words):
@@ -127,8 +143,10 @@ def innocent_value(value: str) -> bool:
     v = value.strip().strip("\"'")
     if not v or looks_empty(v) or _MASK_RE.match(v) or _REFERENCE_RE.match(v):
         return True
-    if "[REDACTED:" in v or _VAULT_URL_RE.match(v) or _DATE_RE.match(v):
+    if "[REDACTED:" in v or _VAULT_URL_RE.match(v) or _DATE_RE.match(v) or v == "~":
         return True
+    if v.startswith(_PUBLIC_PREFIXES):
+        return True  # SSH public keys, certificates
     if v.lower() in ("true", "false", "yes", "no", "on", "off", "none", "null", "enabled",
                      "disabled", "required", "optional", "default"):
         return True

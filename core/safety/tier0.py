@@ -224,6 +224,9 @@ def _critical(rest: list[str]) -> bool:
 def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
     if name in PRIVILEGE_PROGRAMS:
         return "T0.privilege_escalation", f"'{name}' runs a command with other privileges"
+    if name == "ufw" and [w for w in rest if not w.startswith("-")][:1] in (["reset"],
+                                                                            ["disable"]):
+        return "T0.host_destruction", "ufw resetting or disabling the firewall"
     if name in ("crontab", "at", "batch") and rest != ["-l"]:
         return "T0.privilege_escalation", f"'{name}' schedules commands to run later"
     if name == "ps" and any(w.isalpha() and "e" in w for w in rest):
@@ -351,7 +354,8 @@ def _text_checks(command: str, norm: str, dequoted: str, compact: str) -> Verdic
                             "interpreter runs whatever that output says.")
     if any(m in compact for m in PERSISTENCE_MARKERS):
         return _never("T0.privilege_escalation", "the command names a file that grants logins "
-                      "or runs code for others (authorized_keys, ld.so.preload, cron, sudoers)")
+                      "or runs code for others (authorized_keys, ld.so.preload, cron, sudoers, "
+                      "a container runtime's socket)")
     for marker in _CREDENTIAL_MARKERS:
         if marker in compact or ("/proc/" in compact and "/environ" in compact):
             return make_verdict("T0.credential_store", "Refused: the command names a local "

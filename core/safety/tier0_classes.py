@@ -64,7 +64,10 @@ CREDENTIAL_MARKERS: Final = (
 )
 #: Files whose writing is persistence or privilege escalation.
 PERSISTENCE_MARKERS: Final = ("authorized_keys", "ld.so.preload", "/etc/cron", "/var/spool/cron",
-                              "/etc/anacrontab", "/etc/sudoers", "/etc/ld.so.conf")
+                              "/etc/anacrontab", "/etc/sudoers", "/etc/ld.so.conf",
+                              # the container runtime's socket is root on the host
+                              "docker.sock", "containerd.sock", "crio.sock", "podman.sock",
+                              "dockershim.sock", "cri-dockerd.sock")
 IDENTITY_MARKERS: Final = ("identity_endpoint", "msi_endpoint", "identity_header", "msi_secret",
                            "/msi/token", "/metadata/identity", ":40342", ":50342", "himds",
                            "identity_server_thumbprint", "imds_endpoint")
@@ -113,7 +116,8 @@ _CREDENTIAL_DIRS: Final = frozenset({
 #: File names (or parts of them) that hold credentials.
 _CREDENTIAL_NAME_PARTS: Final = ("token", "secret", "credential", "password", "shadow",
                                  "keytab", "htpasswd", "kubeconfig", "private_key",
-                                 "privatekey", "private-key")
+                                 "privatekey", "private-key", "sensitive", "k3s.yaml",
+                                 "rke2.yaml")
 _CREDENTIAL_SUFFIXES: Final = (".key", ".pfx", ".p12", ".jks", ".keystore", ".kdbx", ".ppk",
                                ".keytab", ".tfstate", ".tfstate.backup", ".pkcs12", ".p8",
                                ".der.key", ".asc.key", "_rsa", "_dsa", "_ecdsa", "_ed25519")
@@ -147,7 +151,8 @@ def _credential_components(path: str) -> bool:
             and parts[-1] not in ("tokens", "credentials", "secret")):
         return True
     if "/.config/gcloud" in path or path.startswith(("/var/lib/cloud/instance",
-                                                     "/var/lib/cloud/seed")):
+                                                     "/var/lib/cloud/seed", "/run/cloud-init",
+                                                     "/etc/rancher", "/var/lib/rancher")):
         return True
     if "/kubernetes/pki" in path or path.startswith("/etc/kubernetes/"):
         return True

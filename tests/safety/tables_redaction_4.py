@@ -74,6 +74,16 @@ SECRETS: list[tuple[str, str, list[str]]] = [
     ("s3 v2 signature", "https://bkt.s3.amazonaws.com/x?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Expires=1700000000&Signature=vjbyPxybdZaNmGa%2ByT272YEAiv4%3D", ["vjbyPxybdZaNmGa"]),
     ("SAMLResponse form", "RelayState=%2Fhome&SAMLResponse=PHNhbWxwOlJlc3BvbnNlIHhtbG5zOnNhbWxwPSJ1cm46b2FzaXM6bmFtZXM6dGM6U0FNTDoyLjA6cHJvdG9jb2wiIElEPSJfMSI%2BPC9zYW1scDpSZXNwb25zZT4%3D", ["PHNhbWxwOlJlc3BvbnNl"]),
     ("SAMLResponse input", '<input type="hidden" name="SAMLResponse" value="PHNhbWxwOlJlc3BvbnNlIElEPSJfYWJjIj48L3NhbWxwOlJlc3BvbnNlPg=="/>', ["PHNhbWxwOlJlc3BvbnNl"]),
+    # second pass, written after the first fixes by the same classes
+    ("php define", "define('DB_PASSWORD', 'WpDbP4ss!');", ["WpDbP4ss!"]),
+    ("python environ", 'os.environ["API_TOKEN"] = "T0kenValue99"', ["T0kenValue99"]),
+    ("ruby hash", "config = {'client_secret' => 'RubyCl1entSecret'}", ["RubyCl1entSecret"]),
+    ("openssl passwd", "useradd -p $(openssl passwd -6 Us3rAdd!Pw) ops", ["Us3rAdd!Pw"]),
+    ("printf into passwd", 'printf "NewP4ss!\\nNewP4ss!\\n" | passwd ops', ["NewP4ss!"]),
+    ("gzip customData", '{"customData": "H4sIAAAAAAACA1NOzskvTdFNzs9Ly0znKkgsLi7PL0qxUnCvMiwoSE1RDACKcBUXZ8QXlCeWlmRYKZQUlaZyAQAxgVSLNgAAAA=="}', ["H4sIAAAAAAACA1NOzskvTdFNzs9Ly0", "znKkgsLi7PL0qxUnCvMiwoSE1RDACK"]),
+    ("jwt bearer assertion", "grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=abcdef0123456789ABCDEFxyz", ["abcdef0123456789ABCDEF"]),
+    ("terraform output", '{"db_password": {"sensitive": true, "type": "string", "value": "Tf0utput!Pw"}}', ["Tf0utput!Pw"]),
+    ("maven settings", "<servers>\n  <server>\n    <id>repo</id>\n    <username>ci</username>\n    <password>MavenP4ss!</password>\n  </server>\n</servers>", ["MavenP4ss!"]),
 ]
 
 INNOCENT: list[tuple[str, str]] = [
@@ -104,4 +114,11 @@ INNOCENT: list[tuple[str, str]] = [
     ("az tenant flag", "az login --identity --tenant 72f988bf-86f1-41af-91ab-2d7cd011db47"),
     ("cert pem", "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n-----END CERTIFICATE-----"),
     ("signing settings", '{"signingKeyType": "RSA", "tokenSigningAlgorithm": "RS256", "accessTokenAcceptedVersion": 2, "credentialType": "ServicePrincipal", "authenticationType": "Basic"}'),
+    # second pass
+    ("arm expressions", '{"adminPassword": "[parameters(\'adminPassword\')]", "storageKey": "[listKeys(variables(\'sa\'), \'2023-01-01\').keys[0].value]"}'),
+    ("yaml nulls", "auth:\n  password: ~\n  token: null\n  apiKey: \"\"\n"),
+    ("ssh public key data", '{"publicKeys": [{"keyData": "AAAAB3NzaC1yc2EAAAADAQABAAABAQC0abcdef0123456789", "path": "/home/ops/.ssh/authorized_keys"}], "sshKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkg ops@x"}'),
+    ("pagination tokens", "https://management.azure.com/x?api-version=2023-01-01&page_token=CAEQAA12345abcdef&$skiptoken=Z2hvc3QtcGFnZS0y"),
+    ("secret metadata", '{"secretName": "db", "keyVaultSecretId": "https://kv.vault.azure.net/secrets/db", "passwordPolicy": "strong", "tokenAudience": "api://ghost", "signingKeyId": "k1", "keyType": "RSA", "keySize": 2048, "passwordLastSetDateTime": "2024-01-01T00:00:00Z"}'),
+    ("image pull secrets", '{"imagePullSecrets": [{"name": "regcred"}], "envFrom": [{"secretRef": {"name": "app-secrets"}}]}'),
 ]

@@ -173,8 +173,9 @@ def _approvable_write(path: list[str], argv: tuple[str, ...], ctx: Context) -> V
             bad = _download_target(value, argv, ctx, approvable=True)
             if bad is not None:
                 return bad
-    return risky("T2.az_mutating_verb", argv, f"az {shown} changes state (network resources, "
-                 "VM power, captures); an engineer must approve it.")
+    return risky("T2.az_mutating_verb", argv, f"az {shown} changes state: an engineer must "
+                 "approve it (Ghost offers only changes to network resources, VM power, packet "
+                 "captures and their blobs).")
 
 
 def _download_target(value: str, argv: tuple[str, ...], ctx: Context, *,
@@ -352,7 +353,10 @@ def _rest(args: list[str], argv: tuple[str, ...]) -> Verdict:
     if method not in _REST_READ_METHODS or body:
         return _never("T0.az_rest_write", argv, f"az rest --method {method} sends a request "
                       "that changes state (a side door to run-command and every other write)")
-    if _LIST_ACTION_RE.search(url) or "credential" in url.lower():
+    segments = {seg.lower() for seg in url.split("?")[0].split("/")}
+    if _LIST_ACTION_RE.search(url) or "credential" in url.lower() or segments & {
+            "secrets", "keys", "token", "tokens", "sharedkey", "password", "passwords",
+            "publishxml", "accessprofiles"}:
         return _never("T0.az_credentials", argv, "az rest calls a list* or credential action, "
                       "which returns keys or credentials")
     return risky("T2.az_rest", argv, "az rest GET sends an arbitrary read to ARM or Graph; an "
