@@ -132,18 +132,6 @@ def run_argv(argv: Sequence[str], *, timeout_s: float, max_output_bytes: int,
     reads on stdin, from a temporary file (a text filter after a pipe); otherwise /dev/null.
     Raises ProgramNotFoundError / ProgramNotExecutableError.
     """
-    if stdin_data is None:
-        return _run(argv, timeout_s, max_output_bytes, env_allowlist, environ, cwd,
-                    subprocess.DEVNULL)
-    with tempfile.TemporaryFile() as source:
-        source.write(stdin_data)
-        source.seek(0)
-        return _run(argv, timeout_s, max_output_bytes, env_allowlist, environ, cwd, source)
-
-
-def _run(argv: Sequence[str], timeout_s: float, max_output_bytes: int,
-         env_allowlist: Iterable[str], environ: Mapping[str, str] | None,
-         cwd: str | os.PathLike[str] | None, stdin: int | IO[bytes]) -> ExecResult:
     args = list(argv)
     if not args or not all(isinstance(a, str) for a in args):
         raise ValueError("argv must be a non-empty sequence of str")
@@ -154,6 +142,7 @@ def _run(argv: Sequence[str], timeout_s: float, max_output_bytes: int,
     env = scrubbed_env(env_allowlist, environ)
     started_at = datetime.now(UTC)
     start = time.monotonic()
+    stdin = subprocess.DEVNULL if stdin_data is None else _stdin_file(stdin_data)
     try:
         proc = subprocess.Popen(  # noqa: S603 - argv from the gate, shell=False
             args, shell=False, stdin=stdin, stdout=subprocess.PIPE,
@@ -163,6 +152,9 @@ def _run(argv: Sequence[str], timeout_s: float, max_output_bytes: int,
                                    f"{env.get('PATH', '')!r}") from exc
     except PermissionError as exc:
         raise ProgramNotExecutableError(f"{args[0]!r}: not executable ({exc.strerror})") from exc
+    finally:
+        if not isinstance(stdin, int):
+            stdin.close()  # the child has its own descriptor
     captures = {"stdout": _Capture(max_output_bytes), "stderr": _Capture(max_output_bytes)}
     timed_out = _pump(proc, captures, start + timeout_s)
     if not timed_out:
@@ -182,6 +174,14 @@ def _run(argv: Sequence[str], timeout_s: float, max_output_bytes: int,
         timed_out=timed_out, output_bytes_dropped=out.dropped + err.dropped,
         stdout_bytes_dropped=out.dropped, stderr_bytes_dropped=err.dropped,
         duration_s=time.monotonic() - start, started_at=started_at, finished_at=finished_at)
+
+
+def _stdin_file(data: bytes) -> IO[bytes]:
+    """A temporary file holding `data`, positioned at its start, for a child's stdin."""
+    source = tempfile.TemporaryFile()
+    source.write(data)
+    source.seek(0)
+    return source
 
 
 def _pump(proc: subprocess.Popen[bytes], captures: dict[str, _Capture], deadline: float) -> bool:
