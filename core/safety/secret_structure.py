@@ -27,7 +27,7 @@ from collections import Counter
 from typing import Final
 from urllib.parse import unquote
 
-from core.safety.secret_judge import innocent_value, is_secret, name_class
+from core.safety.secret_judge import innocent_value, is_secret, name_class, weak_secret_shape
 from core.safety.secret_pairs import learn, mark
 
 _PARSE_LIMIT: Final = 4 * 1024 * 1024
@@ -38,19 +38,33 @@ _JSON_STRING_RE: Final = re.compile(r'"((?:[^"\\\r\n]|\\.){1,65536})"')
 
 # ---- JSON -----------------------------------------------------------------------------
 
+#: Under a strong key, these keys hold the secret itself (ARM parameters, ACI, Terraform).
+_VALUE_NAMES: Final = frozenset({"value", "defaultvalue", "securevalue", "secret", "password"})
+
+
 def _strings_under(node: object, found: dict[str, str]) -> None:
-    """Every plain string below a strong key, except those whose own key is a pointer."""
+    """The values below a strong key: its `value`, strong keys, and credential-shaped strings.
+
+    `"adminPassword": {"value": "x"}` and `"protectedSettings": {"commandToExecute": "… --token
+    T0ken …"}` lose their values; `"secrets": ["get", "list"]` (Key Vault permissions) keeps its
+    words, and keys that only point at a secret (`name`, `type`, `hint`) keep theirs.
+    """
     if isinstance(node, dict):
         for key, value in node.items():
+            name = str(key)
             if isinstance(value, str):
-                if name_class(str(key)) != "pointer" and not innocent_value(value):
+                cls = name_class(name)
+                if cls == "pointer" or innocent_value(value):
+                    continue
+                if (name.lower() in _VALUE_NAMES or cls == "strong" or weak_secret_shape(value)
+                        or " " in value.strip()):
                     found[value] = "secret_value"
             else:
                 _strings_under(value, found)
     elif isinstance(node, list):
         for item in node:
             if isinstance(item, str):
-                if not innocent_value(item):
+                if not innocent_value(item) and weak_secret_shape(item):
                     found[item] = "secret_value"
             else:
                 _strings_under(item, found)

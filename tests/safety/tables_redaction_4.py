@@ -121,4 +121,7 @@ INNOCENT: list[tuple[str, str]] = [
     ("pagination tokens", "https://management.azure.com/x?api-version=2023-01-01&page_token=CAEQAA12345abcdef&$skiptoken=Z2hvc3QtcGFnZS0y"),
     ("secret metadata", '{"secretName": "db", "keyVaultSecretId": "https://kv.vault.azure.net/secrets/db", "passwordPolicy": "strong", "tokenAudience": "api://ghost", "signingKeyId": "k1", "keyType": "RSA", "keySize": 2048, "passwordLastSetDateTime": "2024-01-01T00:00:00Z"}'),
     ("image pull secrets", '{"imagePullSecrets": [{"name": "regcred"}], "envFrom": [{"secretRef": {"name": "app-secrets"}}]}'),
+    ("key vault permissions", '{"properties": {"accessPolicies": [{"objectId": "33333333-4444-5555-6666-777777777777", "permissions": {"secrets": ["get", "list"], "keys": ["get", "unwrapKey"], "certificates": []}}], "enableSoftDelete": true, "vaultUri": "https://kv-prod.vault.azure.net/"}, "name": "kv-prod"}'),
+    ("vm os profile", '{"osProfile": {"adminUsername": "azureuser", "secrets": [], "allowExtensionOperations": true, "requireGuestProvisionSignal": true, "linuxConfiguration": {"disablePasswordAuthentication": true, "ssh": {"publicKeys": [{"keyData": "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC0 azureuser", "path": "/home/azureuser/.ssh/authorized_keys"}]}}}}'),
+    ("pod env by reference", "env:\n- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      key: password\n      name: db-secret\n"),
 ]
