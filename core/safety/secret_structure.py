@@ -139,7 +139,7 @@ def replace_json_strings(text: str, found: dict[str, str], counts: Counter[str])
 
 #: Key/value lines (searched on the lowercased text); the key is then checked for a needle.
 _CANDIDATE_RE: Final = re.compile(
-    r"(?m)^[ \t]*(?:- )?(?:export )?[\"']?(?P<key>[a-z0-9_.$@/\-]{1,160})[\"']?[ \t]*[:=]")
+    r"(?m)^[ \t]*+(?:- )?(?:export )?[\"']?(?P<key>[a-z0-9_.$@/\-]{1,160}+)[\"']?[ \t]*+[:=]")
 _KEY_NEEDLE_RE: Final = re.compile(
     r"pass|pwd|secret|token|key|auth|cred|sig|psk|sas|cookie|session|private|cert|secure"
     r"|protected|api|pat|saml|bearer|jwt|otp|pin")
