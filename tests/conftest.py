@@ -15,7 +15,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
 PG_URL = os.environ.get("GHOST_TEST_DATABASE_URL")
-pytest_plugins = ["tests.fakes.gemini_fixture"]
+pytest_plugins = ["tests.fakes.gemini_fixture", "tests.fakes.stand_in"]
 
 
 def _with_search_path(url: str, schema: str) -> str:

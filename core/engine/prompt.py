@@ -164,7 +164,7 @@ step explains the symptom, and report the rule, route or link it names.
      VnetLocal or VNetPeering = a UDR or a missing peering sends it elsewhere.
      The routeTableId names the route table responsible.
   3. Filters — az network watcher test-ip-flow -g <rg> --vm <vm>
-       --direction Outbound --protocol TCP --local <src-ip>:* --remote <dst-ip>:<port>
+       --direction Outbound --protocol TCP --local '<src-ip>:*' --remote <dst-ip>:<port>
      and az network nic list-effective-nsg -g <rg> -n <nic>
      access Deny names the NSG rule that blocks the flow (ruleName); Allow means
      the NSGs are not the cause. Test both directions: outbound at the source,

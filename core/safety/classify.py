@@ -1,57 +1,53 @@
-"""The deterministic command classifier: Tier 0 -> structure -> Tier 1/2 -> Tier 3.
+"""The deterministic command classifier: Tier 0 -> shape -> Tier 1/2 -> approvability.
 
 Order of the pipeline and why:
 1. Tier 0 (FORBIDDEN) reads the text as hostilely as possible, so a forbidden command stays
    FORBIDDEN however it is quoted, chained or disguised.
-2. Structure (Tier 3 rules checked early): only a single simple command of printable ASCII with no
-   expansion, operator, redirection, glob or escape outside single quotes may continue. The
-   executor runs argv with shell=False, but a human may paste an approved line into a shell, and
-   a parse that depends on shell behaviour is a parse an attacker can steer.
-3. Tier 1 allowlist by (program, options, arguments) and Tier 2 `az` verbs.
-4. Tier 3: everything else is RISKY, with a rule id that says what kind of program it was.
+2. Shape: the line is read the way a POSIX shell would (`shape.py`). A line the gate cannot
+   read as one command or a pipeline of literal words (chaining, substitution, expansion,
+   escapes, here-documents, look-alike characters) is FORBIDDEN with what to do instead.
+3. Tier 1 allowlist by (program, options, arguments) and Tier 2 `az` reads: only a single
+   simple command with no unquoted pattern character can be SAFE. The executor runs argv with
+   shell=False, but a human may paste a line into a shell, and a parse that depends on shell
+   behaviour is a parse an attacker can steer.
+4. Approvability (`approvable.py`): what is not SAFE is RISKY only when the gate understands it
+   (every program known and its effect classified, the shape simple); else FORBIDDEN.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Final
 
-from core.safety.lexer import (
-    MAX_COMMAND_CHARS,
-    printable_ascii_problem,
-    shlex_agrees,
-    strict_lex,
-)
-from core.safety.rules import PROGRAM_RULES, Context
-from core.safety.tier0 import INTERPRETERS, WRAPPERS, tier0
+from core.safety.approvable import judge_command, judge_shape
+from core.safety.lexer import MAX_COMMAND_CHARS, printable_ascii_problem, shlex_agrees
+from core.safety.program_rules import PROGRAM_RULES, Context
+from core.safety.shape import Shape, Stage, parse_shape
+from core.safety.tier0 import tier0
 from core.safety.verdict import Verdict, make_verdict
 
 #: Tier 0 still reads commands up to this size so a hidden forbidden word is named as such.
 _TIER0_SCAN_LIMIT: Final = 1 << 20
-_ASSIGN_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
-DESTRUCTIVE: Final = frozenset({
-    "rm", "rmdir", "mv", "cp", "dd", "shred", "truncate", "chmod", "chown", "chgrp", "chattr",
-    "ln", "touch", "mkdir", "tee", "kill", "pkill", "killall", "systemctl", "service",
-    "iptables", "ip6tables", "iptables-restore", "nft", "ufw", "firewall-cmd", "tc", "ethtool",
-    "ifconfig", "route", "arp", "sysctl", "mount", "umount", "crontab", "at", "useradd",
-    "userdel", "usermod", "passwd", "apt", "apt-get", "yum", "dnf", "apk", "pip", "pip3", "npm",
-    "sed", "install", "patch", "git", "docker", "kubectl", "helm", "terraform", "unlink",
-    "tar", "zip", "unzip", "gzip", "gunzip", "curl-config", "dpkg", "rpm", "snap", "modprobe",
-    "insmod", "rmmod", "swapoff", "swapon", "hostnamectl", "timedatectl", "nmcli", "brctl",
-    "conntrack", "ipset", "logger", "wall", "write",
-})
 #: Programs whose arguments are values, never file names: a `*`, `?` or bracket in them is text
 #: for the program (a JMESPath filter, `--local 10.0.0.4:*`, a DNS wildcard, a tcpdump or ss
-#: filter), and the executor runs argv without a shell that could expand it.
+#: filter), so unquoted they are approvable; quoted they can be SAFE.
 PATTERN_VALUE_PROGRAMS: Final = frozenset({"az", "dig", "host", "nslookup", "tcpdump", "ss"})
-NETWORK_TOOLS: Final = frozenset({
-    "nc", "ncat", "netcat", "socat", "wget", "telnet", "ssh", "scp", "sftp", "rsync", "ftp",
-    "openssl", "nmap", "hping3", "iperf", "iperf3", "tftp", "lftp", "http", "https", "xh",
-    "aria2c", "nping", "arping", "whois", "smbclient", "ldapsearch", "mysql", "psql",
-    "redis-cli", "mongo", "mongosh", "sqlcmd", "ssh-keyscan", "tshark", "dumpcap",
-})
+_GLOB: Final = frozenset("*?[")
+#: What to do about each construct the gate cannot read (shape.py's problem kinds).
+_SHAPE_RULES: Final = {
+    "compound": ("T0.compound_command", "Ghost runs one command at a time: send each command "
+                 "on its own"),
+    "substitution": ("T0.not_literal", "write the value itself instead of a command that "
+                     "produces it"),
+    "expansion": ("T0.not_literal", "write the value itself; Ghost passes arguments "
+                  "literally (quote literal text in single quotes)"),
+    "escape": ("T0.not_literal", "quote the text in single quotes instead of escaping it"),
+    "comment": ("T0.unreadable_text", "remove the comment"),
+    "heredoc": ("T0.redirection", "give the input as an argument or a file in Ghost's data "
+                "directory"),
+    "redirection": ("T0.redirection", "redirect only into Ghost's data directory"),
+    "parse": ("T0.unreadable_text", "close the quote"),
+}
 
 
 def classify(command: str, *, data_dir: Path | None = None,
@@ -71,69 +67,57 @@ def classify(command: str, *, data_dir: Path | None = None,
     if forbidden is not None:
         return forbidden
     if len(command) > MAX_COMMAND_CHARS:
-        return make_verdict("T3.too_long", f"The command is {len(command)} characters long; "
-                            f"the gate inspects at most {MAX_COMMAND_CHARS}. A person must "
-                            "read it before it runs.")
+        return make_verdict("T0.unreadable_text", f"Ghost will not offer this for approval: "
+                            f"the command is {len(command)} characters long and the gate reads "
+                            f"at most {MAX_COMMAND_CHARS}; split it or shorten it.")
     problem = printable_ascii_problem(command)
     if problem is not None:
-        rule, what = problem
-        return make_verdict(rule, f"Contains {what}; only printable ASCII can be SAFE, because "
-                            "look-alike and invisible characters disguise what runs.")
-    return _classify_simple(command, Context(data_dir=data_dir, cwd=cwd))
+        _, what = problem
+        return make_verdict("T0.unreadable_text", f"Ghost will not offer this for approval: it "
+                            f"contains {what}; look-alike and invisible characters disguise "
+                            "what runs. Retype the command in plain ASCII.")
+    return _classify_shape(command, parse_shape(command),
+                           Context(data_dir=data_dir, cwd=cwd))
 
 
-def _classify_simple(command: str, ctx: Context) -> Verdict:
-    lex = strict_lex(command)
-    if lex.unbalanced:
-        return make_verdict("T3.parse_error", "Unbalanced quotes: the command does not parse "
-                            "as one simple command.")
-    if lex.hazards:
-        rule, what = lex.hazards[0]
-        return make_verdict(rule, f"Uses {what}. Only a single simple command with no shell "
-                            "operators, expansion, redirection or globbing can be SAFE; "
-                            "quote literal text in single quotes.")
-    if not lex.words:
+def _classify_shape(command: str, shape: Shape, ctx: Context) -> Verdict:
+    if shape.problem is not None:
+        kind, what = shape.problem
+        rule, todo = _SHAPE_RULES[kind]
+        return make_verdict(rule, f"Ghost will not offer this for approval: {what}; {todo}.")
+    if not shape.stages:
         return make_verdict("T3.empty", "The command has no words.")
-    for word_index, char in lex.patterns:
-        if word_index == 0 or lex.words[0] not in PATTERN_VALUE_PROGRAMS:
-            return make_verdict("T3.glob", f"Uses unquoted {char!r}, which a shell expands to "
-                                "file names; quote literal text in single quotes.")
-    if not shlex_agrees(command, lex.words):
-        return make_verdict("T3.parse_error", "The command parses differently under two "
-                            "parsers; refusing to guess which one a shell would use.")
-    argv = tuple(lex.words)
+    first = _classify_stage(shape.stages[0], ctx, alone=shape.simple, command=command)
+    if shape.simple:
+        return first
+    return judge_shape(shape, first, ctx)
+
+
+def _classify_stage(stage: Stage, ctx: Context, *, alone: bool, command: str) -> Verdict:
+    """The verdict on one command of a line (the whole line when `alone`)."""
+    argv = stage.argv
     program = argv[0]
-    if lex.program_quoted:
-        return make_verdict("T3.quoted_program", f"The program name {program!r} is quoted; "
-                            "quotes inside names are a way to disguise them.", argv)
-    if "/" in program:
-        return make_verdict("T3.program_path", f"{program!r} is a path, not a bare program "
-                            "name; a path can point at any file (./ping is not ping). Use the "
-                            "bare name, which the executor resolves on its fixed PATH.", argv)
-    if _ASSIGN_RE.match(program):
-        return make_verdict("T3.assignment_prefix", f"{program.split('=')[0]}=... before the "
-                            "program changes its environment (LD_PRELOAD, PATH, ...).", argv)
+    if stage.words[0].quoted:
+        return make_verdict("T0.unreadable_text", f"Ghost will not offer this for approval: the "
+                            f"program name {program!r} is quoted, which disguises it; write it "
+                            "without quotes.", argv)
+    if alone and not shlex_agrees(command, list(argv)):
+        return make_verdict("T0.unreadable_text", "Ghost will not offer this for approval: the "
+                            "command parses differently under two parsers; simplify its "
+                            "quoting.", argv)
+    patterns = "".join(w.patterns for w in stage.words[1:])
     rule_fn = PROGRAM_RULES.get(program)
-    if rule_fn is not None:
-        return rule_fn(argv, ctx)
-    return _tier3(argv)
-
-
-def _tier3(argv: tuple[str, ...]) -> Verdict:
-    program = argv[0]
-    if program in WRAPPERS:
-        return make_verdict("T3.wrapper", f"{program!r} runs another program, which the gate "
-                            "would not see; run the inner command directly.", argv)
-    if program in INTERPRETERS or re.match(r"^(python|perl|ruby|node|php)[0-9.]*$", program):
-        return make_verdict("T3.interpreter", f"{program!r} is an interpreter that can run "
-                            "anything; an engineer must approve it.", argv)
-    if program in DESTRUCTIVE:
-        return make_verdict("T3.destructive_program", f"Tier 3: {program!r} changes files, "
-                            "processes, services or firewall state; an engineer must approve "
-                            "it.", argv)
-    if program in NETWORK_TOOLS:
-        return make_verdict("T3.network_tool", f"{program!r} is a general network client or "
-                            "server (can send data or open shells); an engineer must approve "
-                            "it.", argv)
-    return make_verdict("T3.unknown_program", f"{program!r} is not on the allowlist; unknown "
-                        "programs always need an engineer's approval.", argv)
+    verdict = rule_fn(argv, ctx) if rule_fn is not None else None
+    if patterns and program not in PATTERN_VALUE_PROGRAMS and _GLOB & set(patterns):
+        word = next(w.text for w in stage.words[1:] if _GLOB & set(w.patterns))
+        return make_verdict("T0.not_literal", f"Ghost will not offer this for approval: "
+                            f"{word[:60]!r} has an unquoted glob; Ghost runs commands without a "
+                            "shell, so it would not be expanded. Name the files, or quote the "
+                            "text if the program reads it as a pattern.", argv)
+    if verdict is not None and verdict.is_safe:
+        if not patterns:
+            return verdict
+        return make_verdict("T3.unquoted_pattern", f"{program}: an unquoted "
+                            f"{patterns[0]!r} is a glob to a shell. Quote the value in single "
+                            "quotes and the same command runs without approval.", argv)
+    return judge_command(argv, verdict, ctx)

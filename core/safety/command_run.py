@@ -20,8 +20,10 @@ from core.ports import AuditLog
 from core.safety.executor import ExecError, ExecResult, Runner, run_argv
 from core.safety.files import DataFileError, read_data_file
 from core.safety.outcome import Outcome, child_environ, without_rc_files
+from core.safety.pipeline_run import run_pipeline
 from core.safety.redact import redact
 from core.safety.responses import environment_of, response_from_record
+from core.safety.shape import parse_shape
 from core.safety.truncate import truncate
 from core.safety.verdict import Verdict
 
@@ -130,11 +132,18 @@ class CommandRun:
     def _execute_argv(self, command: str, verdict: Verdict) -> Outcome:
         argv = verdict.argv
         if argv is None:
-            return Outcome.failed(
-                "unsupported_syntax",
-                "Ghost runs one program without a shell: pipes, redirections, substitutions "
-                "and chaining are not executed. Split it into single commands.",
-            )
+            shape = parse_shape(command) if verdict.rule == "T3.pipeline" else None
+            if shape is None or shape.problem is not None or not shape.stages:
+                return Outcome.failed(
+                    "unsupported_syntax",
+                    "Ghost runs one program, or one program piped into text filters, without "
+                    "a shell: substitutions and chaining are not executed. Split it into "
+                    "single commands.",
+                )
+            return run_pipeline(shape.stages, runner=self._first_stage,
+                                filters=self._filter_stage, data_dir=self.data_dir,
+                                timeout_s=self.limits.timeout_s,
+                                max_output_bytes=self.limits.max_output_bytes)
         if argv[0] == "cat":
             return self._cat(argv)
         try:
@@ -143,6 +152,17 @@ class CommandRun:
         except ExecError as exc:
             return Outcome.failed("command_not_found", str(exc))
         return Outcome.of(result)
+
+    def _first_stage(self, argv: Sequence[str], timeout_s: float,
+                     max_output_bytes: int) -> ExecResult:
+        return self.runner(without_rc_files(tuple(argv)), timeout_s, max_output_bytes)
+
+    def _filter_stage(self, argv: Sequence[str], data: bytes, timeout_s: float,
+                      max_output_bytes: int) -> ExecResult:
+        """A text filter after a pipe runs for real, on the previous stage's output."""
+        return run_argv(argv, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
+                        env_allowlist=self.env_allowlist, environ=child_environ(),
+                        stdin_data=data)
 
     def _run_argv(self, argv: Sequence[str], timeout_s: float,
                   max_output_bytes: int) -> ExecResult:

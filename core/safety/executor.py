@@ -3,7 +3,8 @@
 The only module in `core` that may import subprocess (spec layer 1). It runs exactly what it is
 given: classification and approval happen before, in the gate. The child gets its own process
 group so that a timeout kills everything it started, stdin is /dev/null, and each output stream is
-read incrementally and capped, so a runaway command cannot exhaust memory.
+read incrementally and capped, so a runaway command cannot exhaust memory. A text filter that
+follows a pipe gets the previous stage's (bounded) output as stdin instead.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import selectors
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -140,11 +142,14 @@ def _leader_exited(pid: int) -> bool:
 
 def run_argv(argv: Sequence[str], *, timeout_s: float, max_output_bytes: int,
              env_allowlist: Iterable[str] = (), environ: Mapping[str, str] | None = None,
-             cwd: str | os.PathLike[str] | None = None) -> ExecResult:
+             cwd: str | os.PathLike[str] | None = None,
+             stdin_data: bytes | None = None) -> ExecResult:
     """Run argv (no shell) and return its bounded, decoded output.
 
     `max_output_bytes` caps each of stdout and stderr. On timeout the whole process group gets
-    SIGKILL and `timed_out` is True. Raises ProgramNotFoundError / ProgramNotExecutableError.
+    SIGKILL and `timed_out` is True. `stdin_data` (bounded by the caller) is what the program
+    reads on stdin, from a temporary file (a text filter after a pipe); otherwise /dev/null.
+    Raises ProgramNotFoundError / ProgramNotExecutableError.
     """
     args = list(argv)
     if not args or not all(isinstance(a, str) for a in args):
@@ -156,15 +161,19 @@ def run_argv(argv: Sequence[str], *, timeout_s: float, max_output_bytes: int,
     env = child_env(args, env_allowlist, environ)
     started_at = datetime.now(UTC)
     start = time.monotonic()
+    stdin = subprocess.DEVNULL if stdin_data is None else _stdin_file(stdin_data)
     try:
         proc = subprocess.Popen(  # noqa: S603 - argv from the gate, shell=False
-            args, shell=False, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            args, shell=False, stdin=stdin, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=env, cwd=cwd, close_fds=True, start_new_session=True)
     except FileNotFoundError as exc:
         raise ProgramNotFoundError(f"{args[0]!r}: program not found on PATH "
                                    f"{env.get('PATH', '')!r}") from exc
     except PermissionError as exc:
         raise ProgramNotExecutableError(f"{args[0]!r}: not executable ({exc.strerror})") from exc
+    finally:
+        if not isinstance(stdin, int):
+            stdin.close()  # the child has its own descriptor
     captures = {"stdout": _Capture(max_output_bytes), "stderr": _Capture(max_output_bytes)}
     timed_out = _pump(proc, captures, start + timeout_s)
     if not timed_out:
@@ -184,6 +193,14 @@ def run_argv(argv: Sequence[str], *, timeout_s: float, max_output_bytes: int,
         timed_out=timed_out, output_bytes_dropped=out.dropped + err.dropped,
         stdout_bytes_dropped=out.dropped, stderr_bytes_dropped=err.dropped,
         duration_s=time.monotonic() - start, started_at=started_at, finished_at=finished_at)
+
+
+def _stdin_file(data: bytes) -> IO[bytes]:
+    """A temporary file holding `data`, positioned at its start, for a child's stdin."""
+    source = tempfile.TemporaryFile()
+    source.write(data)
+    source.seek(0)
+    return source
 
 
 def _pump(proc: subprocess.Popen[bytes], captures: dict[str, _Capture], deadline: float) -> bool:

@@ -1,9 +1,10 @@
-"""Two lexers for one command line.
+"""Two lexers for one command line, and the checks every reading starts with.
 
-`strict_lex` decides whether a command is a single simple command a shell would run without any
-expansion; only such commands can ever be SAFE. `tolerant_segments` is for Tier 0: it reads hostile
-text the way an attacker hopes a shell would, splitting on every operator and dropping quotes and
-escapes, so that forbidden words are found wherever they hide.
+`strict_lex` splits a line like a POSIX shell and records every expansion, operator or glob
+outside single quotes; it judges the lines of an in-VM probe script (`rules/vm_probe.py`), while
+the classifier reads whole commands with `shape.py`. `tolerant_segments` is for Tier 0: it reads
+hostile text the way an attacker hopes a shell would, splitting on every operator and dropping
+quotes and escapes, so that forbidden words are found wherever they hide.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class LexResult:
     """Words of a command line plus every shell feature found outside single quotes."""
 
     words: list[str] = field(default_factory=list)
-    #: (rule id, what was seen) in order of appearance
+    #: (kind, what was seen) in order of appearance
     hazards: list[tuple[str, str]] = field(default_factory=list)
     program_quoted: bool = False
     unbalanced: bool = False
@@ -36,17 +37,17 @@ class LexResult:
 
 
 def printable_ascii_problem(command: str) -> tuple[str, str] | None:
-    """Return (rule id, description) for the first character a SAFE command may not contain."""
+    """Return (kind, description) for the first character a SAFE command may not contain."""
     for index, char in enumerate(command):
         code = ord(char)
         if 0x20 <= code <= 0x7E:
             continue
         name = unicodedata.name(char, f"U+{code:04X}")
         if code < 0x20 or code == 0x7F:
-            return "T3.control_char", f"control character {name} at position {index}"
+            return "control_char", f"control character {name} at position {index}"
         if 0x80 <= code <= 0x9F:
-            return "T3.control_char", f"C1 control character U+{code:04X} at position {index}"
-        return "T3.non_ascii", f"non-ASCII character {name} (U+{code:04X}) at position {index}"
+            return "control_char", f"C1 control character U+{code:04X} at position {index}"
+        return "non_ascii", f"non-ASCII character {name} (U+{code:04X}) at position {index}"
     return None
 
 
@@ -70,16 +71,16 @@ def strict_lex(command: str) -> LexResult:
             if char == '"':
                 state = "normal"
             elif char == "$":
-                result.hazards.append(("T3.expansion", '"$" inside double quotes'))
+                result.hazards.append(("expansion", '"$" inside double quotes'))
                 word.append(char)
             elif char == "`":
-                result.hazards.append(("T3.substitution", "backtick inside double quotes"))
+                result.hazards.append(("substitution", "backtick inside double quotes"))
                 word.append(char)
             elif char == "\\":
-                result.hazards.append(("T3.escape", "backslash inside double quotes"))
+                result.hazards.append(("escape", "backslash inside double quotes"))
                 word.append(char)
             elif char == "!":
-                result.hazards.append(("T3.expansion", "'!' history expansion"))
+                result.hazards.append(("expansion", "'!' history expansion"))
                 word.append(char)
             else:
                 word.append(char)
@@ -102,7 +103,7 @@ def strict_lex(command: str) -> LexResult:
             result.patterns.append((len(result.words), char))
         hazard = _normal_hazard(char, at_word_start)
         if command[index + 1:index + 2] == "(" and char in "$<>":
-            hazard = ("T3.substitution", f"{char}( substitution")
+            hazard = ("substitution", f"{char}( substitution")
         if hazard is not None:
             result.hazards.append(hazard)
         word.append(char)
@@ -115,21 +116,21 @@ def strict_lex(command: str) -> LexResult:
 
 def _normal_hazard(char: str, at_word_start: bool) -> tuple[str, str] | None:
     if char in ";&|()":
-        return "T3.chaining", f"shell operator {char!r}"
+        return "chaining", f"shell operator {char!r}"
     if char in "<>":
-        return "T3.redirection", f"redirection {char!r}"
+        return "redirection", f"redirection {char!r}"
     if char == "$":
-        return "T3.expansion", "'$' expansion"
+        return "expansion", "'$' expansion"
     if char == "`":
-        return "T3.substitution", "backtick command substitution"
+        return "substitution", "backtick command substitution"
     if char == "\\":
-        return "T3.escape", "backslash escape"
+        return "escape", "backslash escape"
     if char == "!":
-        return "T3.expansion", "'!' history expansion"
+        return "expansion", "'!' history expansion"
     if char in _GLOB_CHARS:
-        return "T3.glob", f"unquoted {char!r} (glob, brace or tilde expansion)"
+        return "glob", f"unquoted {char!r} (glob, brace or tilde expansion)"
     if char == "#" and at_word_start:
-        return "T3.comment", "unquoted '#' starts a comment"
+        return "comment", "unquoted '#' starts a comment"
     return None
 
 

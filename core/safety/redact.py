@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from core.safety.fast_sub import ci_sub
+from core.safety.secret_base64 import redact_base64
+from core.safety.secret_commands import redact_command_secrets
 from core.safety.secret_decoders import redact_decoders
 from core.safety.secret_formats import FORMAT_PATTERNS
+from core.safety.secret_judge import innocent_value, is_secret, name_class, not_secret_name
 from core.safety.secret_names import (
     credential_like,
     env_secret,
@@ -34,10 +37,16 @@ from core.safety.secret_names import (
     looks_empty,
     normalise_name,
     secret_name,
-    setting_name,
 )
-from core.safety.secret_pairs import mark, redact_pairs, replace_value
+from core.safety.secret_pairs import learn, learning, mark, redact_pairs, replace_value
 from core.safety.secret_patterns import PROGRAM_FLAGS, TOKEN_PATTERNS
+from core.safety.secret_stream import redact_echoes, redact_hex_dumps, redact_resp
+from core.safety.secret_structure import (
+    redact_json_document,
+    redact_lines,
+    redact_query_and_headers,
+    redact_xml,
+)
 from core.safety.secret_vault import redact_vault_values
 
 
@@ -65,6 +74,14 @@ _STORAGE_KEY_RE: Final = re.compile(
 _DNS_CONTEXT_RE: Final = re.compile(
     r"\b(?:DNSKEY|RRSIG|CDNSKEY|CDS|DS|KEY|SIG|NSEC3PARAM|TLSA|SSHFP|IPSECKEY|DNSSEC)\b"
     r"|publicKey|public_key|PublicKey|ssh-|ecdsa-|BEGIN CERTIFICATE")
+#: A base64 value named as a hash (NuGet `contentHash`, `sha512:`, `integrity`) is no key.
+_HASH_CONTEXT_RE: Final = re.compile(r"(?i)hash|sha-?(?:1|256|384|512)|digest|checksum|integrity"
+                                     r"|etag|md5")
+#: `dig +short` DNSSEC records have no type word: DNSKEY rdata is `FLAGS 3 ALG KEY`, RRSIG
+#: rdata `TYPE ALG LABELS TTL EXPIRY INCEPTION KEYTAG SIGNER. SIGNATURE`.
+_DNS_RDATA_RE: Final = re.compile(
+    r"[ \t]*(?:[0-9]{1,5} 3 [0-9]{1,3} |[A-Z0-9]{1,10} [0-9]{1,3} [0-9]{1,3} [0-9]{1,10} "
+    r"[0-9]{14} [0-9]{14} [0-9]{1,5} \S{1,255} )")
 _CLI_FLAG_RE: Final = re.compile(
     r"(?i)(?<![A-Za-z0-9_-])--?(?P<n>(?:[a-z0-9]{1,20}-){0,3}[a-z0-9]{0,12}?(?:password|passwd|passphrase|"
     r"secret|token|key|string|sas|pass|pat|storepass|keypass|passin|passout))"
@@ -136,6 +153,7 @@ def _token_replacer(kind: str, counts: Counter[str],
         whole = match.group(0)
         span = _spans(match)
         if span is None:
+            learn(whole, kind)
             counts[kind] += 1
             return mark(kind)
         start, end = span[0] - match.start(), span[1] - match.start()
@@ -145,6 +163,10 @@ def _token_replacer(kind: str, counts: Counter[str],
             return whole
         if looks_empty(value) and kind in ("authorization_header", "credential_header"):
             return whole
+        if not value.startswith("{") and innocent_value(value) and kind in (
+                "connection_string_secret", "cli_secret", "credential_header"):
+            return whole
+        learn(value, kind)
         counts[kind] += 1
         return whole[:start] + mark(kind) + whole[end:]
     return replace
@@ -190,8 +212,10 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
                 break
         else:  # pragma: no cover - the pattern always sets one group
             return whole
-        if not kv_secret(name, value):
+        if (not kv_secret(name, value) or name_class(name) == "pointer" or innocent_value(value)
+                or not_secret_name(name)):
             return whole
+        learn(value, "secret_value")
         counts["secret_value"] += 1
         shown = mark("secret_value")
         if group == "bare" and match.group("q") == '"':
@@ -252,7 +276,9 @@ def _storage_key_pass(text: str, counts: Counter[str]) -> str:
         line_end = text.find("\n", match.end(), match.end() + 400)
         context = text[max(line_start, match.start() - 400):
                        line_end if line_end != -1 else match.end() + 400]
-        if _DNS_CONTEXT_RE.search(context):
+        if _DNS_CONTEXT_RE.search(context) or _HASH_CONTEXT_RE.search(
+                text, max(line_start, match.start() - 80), match.start()) or _DNS_RDATA_RE.match(
+                text, line_start, match.start()):
             return match.group(0)
         counts["storage_key"] += 1
         return mark("storage_key")
@@ -275,10 +301,9 @@ def _json_pairs_pass(text: str, counts: Counter[str]) -> str:
                 return vm.group(0)
             if flagged:
                 return replace_value(vm, counts, "secret_value")
-            if setting_name(name):
-                if v.startswith(("http://", "https://")) and not any(
-                        c in v for c in "@?"):
-                    return vm.group(0)  # KEYVAULT_URI and friends
+            if name_class(name) is not None:  # the setting's name decides, with the value
+                if not is_secret(name, v):
+                    return vm.group(0)  # KEYVAULT_NAME, AUTH_TYPE=ManagedIdentity, a KV ref
             elif not (credential_like(v) and ("key" in body.lower() or "secret" in body.lower())):
                 return vm.group(0)
             return replace_value(vm, counts, "secret_value")
@@ -289,7 +314,8 @@ def _json_pairs_pass(text: str, counts: Counter[str]) -> str:
 def _secret_object_pass(text: str, counts: Counter[str]) -> str:
     """Every string inside an object whose own name is secret: {"adminPassword": {"value": ..}}."""
     def fix(match: re.Match[str]) -> str:
-        if not secret_name(match.group("n")):
+        name = match.group("n")
+        if not (secret_name(name) or name_class(name) == "strong"):
             return match.group(0)
 
         def value(vm: re.Match[str]) -> str:
@@ -326,7 +352,8 @@ def _env_pass(text: str, counts: Counter[str]) -> str:
                 break
         else:  # pragma: no cover - the pattern always sets one group
             return match.group(0)
-        if "[REDACTED:" in value or not env_secret(match.group("n"), value):
+        if ("[REDACTED:" in value or not env_secret(match.group("n"), value)
+                or innocent_value(value) or name_class(match.group("n")) == "pointer"):
             return match.group(0)
         return replace_value(match, counts, "secret_value")
     return _ENV_RE.sub(replace, text)
@@ -334,6 +361,17 @@ def _env_pass(text: str, counts: Counter[str]) -> str:
 
 def redact_with_counts(text: str) -> RedactionResult:
     """Redact secrets and report how many of each kind were removed."""
+    with learning() as learned:
+        result = _redact(text)
+        counts = Counter(result.kinds)
+        text = result.text
+        text = redact_resp(text, counts)
+        text = redact_hex_dumps(text, counts, learned, _inner)
+        text = redact_echoes(text, counts, learned)
+        return RedactionResult(text, sum(counts.values()), dict(counts))
+
+
+def _redact(text: str) -> RedactionResult:
     counts: Counter[str] = Counter()
     lower = text.lower()
     if "vault.azure.net" in lower:
@@ -364,7 +402,21 @@ def redact_with_counts(text: str) -> RedactionResult:
     if "</" in text:
         text = _xml_pass(text, counts)
     text = redact_pairs(text, lower, counts)
+    text = redact_command_secrets(text, text.lower(), counts)
+    # structure first for what the patterns above cannot name (issue 28)
+    text = redact_json_document(text, counts)
+    text = redact_lines(text, text.lower(), counts)
+    if "</" in text:
+        text = redact_xml(text, counts)
+    text = redact_query_and_headers(text, text.lower(), counts)
+    text = redact_base64(text, counts, _inner)
     return RedactionResult(text, sum(counts.values()), dict(counts))
+
+
+def _inner(text: str) -> tuple[str, int]:
+    """Redaction of decoded text (base64 content), for `redact_base64`."""
+    result = redact_with_counts(text)
+    return result.text, result.count
 
 
 def redact(text: str) -> str:

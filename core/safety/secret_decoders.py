@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from typing import Final
 
-from core.safety.secret_pairs import mark
+from core.safety.secret_pairs import learn, mark
 
 _RESP_AUTH_RE: Final = re.compile(
     r"(?i)\"(?:AUTH|AUTH2|requirepass|masterauth)\"(?P<args>(?:[ \t]\"[^\"\r\n]{0,512}\"){1,2})")
@@ -32,11 +32,20 @@ _LINE_SECRET: Final = (
     r"[ \t]+(?P<s2>[^\s]{1,4096})"
     r"|[A-Za-z0-9.]{1,20}[ \t]+(?:LOGIN|login)[ \t]+[^\s]{1,256}[ \t]+(?P<s3>[^\r\n]{1,512})")
 _PREFIXED_RE: Final = re.compile(r"(?:FTP|POP3?|IMAP|SMTP): (?:" + _LINE_SECRET + ")")
+#: With -A the payload itself is printed, after the packet's header bytes on the same line.
+_PAYLOAD_RE: Final = re.compile(
+    r"(?m)(?:PASS|ACCT|AUTHINFO PASS)[ \t]+(?P<s>[^\r\n]{1,512}?)\r?$"
+    r"|AUTH[ \t]+(?:PLAIN|LOGIN|XOAUTH2|OAUTHBEARER|CRAM-MD5|NTLM)[ \t]+(?P<s2>[^\s]{1,4096})"
+    r"|LOGIN[ \t]+[^\s]{1,256}[ \t]+(?P<s3>[^\r\n]{1,512}?)\r?$")
+_TCPDUMP_HEADER_RE: Final = re.compile(r"(?m)^[0-9:.]{8,20} IP6? ")
 _INDENTED_RE: Final = re.compile(r"(?m)^\t[ \t]*(?:" + _LINE_SECRET + ")")
 _PREFIX_NEEDLES: Final = ("ftp: ", "pop: ", "pop3: ", "imap: ", "smtp: ")
 _INDENT_NEEDLES: Final = ("\tpass", "\tacct", "\tauth", " login ")
 #: SMTP AUTH LOGIN sends the user name and password as bare base64 lines.
 _SMTP_B64_RE: Final = re.compile(r"(?m)SMTP: (?P<s>[A-Za-z0-9+/]{4,4096}={0,2})[ \t]*$")
+#: The same lines in -v output (tab-indented) and in -A payloads (after the header bytes).
+_LOGIN_B64_RE: Final = re.compile(
+    r"(?m)(?:^\t[ \t]*|(?<=\.\.\.))(?P<s>[A-Za-z0-9+/]{4,4096}={0,2})\r?$")
 _SNMP_RE: Final = re.compile(
     r"(?<![A-Za-z0-9_])C=(?:\"(?P<s>[^\"\r\n]{1,256})\"|(?P<s2>[^\s\"]{1,256}))[ \t]+(?:\{[ \t]*)?"
     r"(?:Get|Set|GetNext|GetBulk|Inform|Trap|V2Trap|Report|Response)")
@@ -54,6 +63,7 @@ def _replace_group(match: re.Match[str], counts: Counter[str]) -> str:
             value = match.group(group)
             if "[REDACTED:" in value:
                 return match.group(0)
+            learn(value, "decoder_secret")
             counts["decoder_secret"] += 1
             whole = match.group(0)
             return whole[:start] + mark("decoder_secret") + whole[end:]
@@ -68,6 +78,7 @@ def _resp(match: re.Match[str], counts: Counter[str]) -> str:
     secret = values[index]
     if not secret or "[REDACTED:" in secret:
         return match.group(0)
+    learn(secret, "decoder_secret")
     counts["decoder_secret"] += 1
     quoted = [f'"{v}"' for v in values]
     quoted[index] = f'"{mark("decoder_secret")}"'
@@ -83,6 +94,12 @@ def redact_decoders(text: str, lower: str, counts: Counter[str]) -> str:
         text = _PREFIXED_RE.sub(lambda m: _replace_group(m, counts), text)
     if any(n in lower for n in _INDENT_NEEDLES):
         text = _INDENTED_RE.sub(lambda m: _replace_group(m, counts), text)
+    if ("pass" in lower or "login" in lower or "auth" in lower) and _TCPDUMP_HEADER_RE.search(
+            text):
+        text = _PAYLOAD_RE.sub(lambda m: _replace_group(m, counts), text)
+    if "auth login" in lower and _TCPDUMP_HEADER_RE.search(text):
+        text = _LOGIN_B64_RE.sub(lambda m: _replace_group(m, counts)
+                                 if _base64_secret(m.group("s")) else m.group(0), text)
     if "smtp: " in lower:
         text = _SMTP_B64_RE.sub(lambda m: _replace_group(m, counts)
                                 if _base64_secret(m.group("s")) else m.group(0), text)

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Final
 
-from core.safety.secret_names import credential_like, kv_secret, looks_empty, setting_name
+from core.safety.secret_judge import is_secret
+from core.safety.secret_names import credential_like, kv_secret, looks_empty
 
 _ATTR_PAIR_RE: Final = re.compile(
     r"(?i)(?<![A-Za-z0-9_-])(?:key|name)[ \t]{0,3}=[ \t]{0,3}(?P<qa>[\"'])"
@@ -40,11 +44,44 @@ _NET_USER_RE: Final = re.compile(
 
 
 MARK: Final = "[REDACTED:{}]"
+#: Secret values found by any pass in the redaction under way (value -> kind), so that the same
+#: value is removed wherever else it appears (a password a decoder printed on one line and the
+#: payload printed on the next, a token split across hex-dump lines).
+_LEARNED: ContextVar[dict[str, str] | None] = ContextVar("ghost_redaction_learned",
+                                                         default=None)
+#: Shorter values are too likely to occur by chance to be removed everywhere; longer ones
+#: (key blobs) are found again by the pattern that found them, and searching for them is slow.
+ECHO_MIN: Final = 6
+ECHO_MAX: Final = 1024
 
 
 def mark(kind: str) -> str:
     """What stands where a secret was: ``[REDACTED:kind]``."""
     return MARK.format(kind)
+
+
+def learn(value: str, kind: str) -> None:
+    """Remember a secret value so that its other occurrences go too."""
+    store = _LEARNED.get()
+    value = value.strip()
+    if (store is not None and ECHO_MIN <= len(value) <= ECHO_MAX
+            and "[REDACTED:" not in value):
+        store.setdefault(value, kind)
+
+
+@contextmanager
+def learning() -> Iterator[dict[str, str]]:
+    """The values learned in this redaction (shared with any redaction nested in it)."""
+    store = _LEARNED.get()
+    if store is not None:
+        yield store
+        return
+    store = {}
+    token = _LEARNED.set(store)
+    try:
+        yield store
+    finally:
+        _LEARNED.reset(token)
 
 
 AWS_MARK: Final = mark("aws_access_key_id")
@@ -59,19 +96,19 @@ def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
 
 def replace_value(match: re.Match[str], counts: Counter[str], kind: str) -> str:
     """The match with its value group (s, s2 or s3) replaced by the mark, counted."""
-    start, end, _ = _value_span(match)
+    start, end, value = _value_span(match)
+    learn(value, kind)
     counts[kind] += 1
     whole = match.group(0)
     return whole[: start - match.start()] + mark(kind) + whole[end - match.start():]
 
 
 def _setting_value_secret(name: str, value: str) -> bool:
+    """A setting's value, judged by its name and its shape (secret_judge)."""
     value = value.strip()
-    if looks_empty(value) or "[REDACTED:" in value or not setting_name(name):
+    if looks_empty(value) or "[REDACTED:" in value:
         return False
-    # KEYVAULT_URI=https://kv.vault.azure.net/ names a vault; a URL with user info or a query may
-    # carry a credential
-    return not (value.startswith(("http://", "https://")) and not any(c in value for c in "@?"))
+    return is_secret(name, value)
 
 
 def redact_pairs(text: str, lower: str, counts: Counter[str]) -> str:

@@ -39,13 +39,18 @@ def _not_a_path(value: str) -> bool:
 
 #: A connection-string value; ODBC quotes values containing `;` in braces (`Pwd={a;b}`, with
 #: `}}` standing for a literal brace), so a brace value runs to its closing brace.
-_ODBC_VALUE: Final = r"\{(?:[^}\r\n]|\}\}){0,1024}\}[^;\"'\s<>]{0,1024}|[^;\"'\s<>]{1,4096}"
+_ODBC_VALUE: Final = (r"\{(?:[^}\r\n]|\}\}){0,1024}\}[^;\"'\s<>]{0,1024}"
+                      r"|(?![\[<])[^;\"'\s<>]{1,4096}")
 
 #: A header value: a JSON string, a single-quoted shell word, or the rest of the line with any
 #: balanced double-quoted parts (Digest username="u", response="...").
 _HEADER_VALUE: Final = (
     r"(?:\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"|'(?P<s2>[^'\r\n]{1,4096})'"
     r"|(?P<s3>[^\r\n'\"]{1,4096}(?:\"[^\"\r\n]{0,1024}\"[^\r\n'\"]{0,1024}){0,16}))")
+#: A token starts at a word boundary, or right after an escape that stands for one
+#: (`\u0022eyJ...` in JSON, `%3DeyJ...` in a URL, `\x22` in a log).
+_AFTER_ESCAPE: Final = (r"(?:(?<![A-Za-z0-9_-])|(?<=%[0-9A-Fa-f]{2})|(?<=\\u[0-9A-Fa-f]{4})"
+                        r"|(?<=\\x[0-9A-Fa-f]{2}))")
 #: Signatures Azure puts into its "identifiable" keys (Service Bus, Event Hubs, Relay, Functions,
 #: Cosmos DB, Search, API Management, storage, Container Registry, Event Grid, IoT).
 _AZURE_SIGNATURES: Final = ("AzFu", "ACDb", "+ASb", "+AEh", "+ARm", "AzSe", "+AStg", "APIM",
@@ -59,10 +64,10 @@ TOKEN_PATTERNS: Final[tuple[TokenPattern, ...]] = (
     TokenPattern("url_token", ("://",), re.compile(
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://(?P<s>[A-Za-z0-9_~-]{30,256})@")),
     TokenPattern("jwt", ("eyj",), re.compile(
-        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{6,}\.(?:[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*"
+        _AFTER_ESCAPE + r"eyJ[A-Za-z0-9_-]{6,}\.(?:[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*"
         r"|eyJ[A-Za-z0-9_-]{6,})")),
     TokenPattern("bearer_token", ("bearer",), re.compile(
-        r"(?i)\bbearer[ \t]{1,10}(?P<s>[A-Za-z0-9._~+/=-]{8,})"), _not_auth_param),
+        r"(?i)\bbearer(?:[ \t]{1,10}|%20|\+)(?P<s>[A-Za-z0-9._~+/=-]{8,})"), _not_auth_param),
     TokenPattern("authorization_header", ("authorization",), re.compile(
         r"(?i)(?<![A-Za-z0-9_-])(?:proxy-)?authorization[\"']?[ \t]{0,5}[:=][ \t]{0,5}"
         + _HEADER_VALUE)),

@@ -18,6 +18,7 @@ from core.safety.lexer import (
     strict_lex,
     tolerant_segments,
 )
+from core.safety.program_forms import disk_read_form
 from core.safety.rules.vm_probe import vm_probe_problem
 from core.safety.tier0_classes import (
     COMMAND_KEYS_RE,
@@ -116,6 +117,7 @@ _AZ_REMOTE_PAIRS: Final = (
     ("command", "invoke"), ("container", "exec"), ("containerapp", "exec"),
     ("webapp", "ssh"), ("serial-console", "connect"), ("bastion", "ssh"), ("bastion", "rdp"),
     ("bastion", "tunnel"), ("webapp", "create-remote-connection"),
+    ("resource", "invoke-action"),
 )
 _AZ_CRED_PAIRS: Final = (
     ("credential", "reset"), ("credential", "create"), ("user", "update"),
@@ -222,6 +224,9 @@ def _critical(rest: list[str]) -> bool:
 def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
     if name in PRIVILEGE_PROGRAMS:
         return "T0.privilege_escalation", f"'{name}' runs a command with other privileges"
+    if name == "ufw" and [w for w in rest if not w.startswith("-")][:1] in (["reset"],
+                                                                            ["disable"]):
+        return "T0.host_destruction", "ufw resetting or disabling the firewall"
     if name in ("crontab", "at", "batch") and rest != ["-l"]:
         return "T0.privilege_escalation", f"'{name}' schedules commands to run later"
     if name == "ps" and any(w.isalpha() and "e" in w for w in rest):
@@ -231,7 +236,7 @@ def _program_check(name: str, rest: list[str]) -> tuple[str, str] | None:
         return host
     if name == "rm" and _recursive(rest) and _critical(rest):
         return "T0.rm_root", "recursive rm of / or a top-level directory"
-    if name in _DISK_TOOLS or name.startswith("mkfs."):
+    if (name in _DISK_TOOLS or name.startswith("mkfs.")) and not disk_read_form(name, rest):
         return "T0.disk_format", f"'{name}' formats or repartitions disks"
     if name in ("dd", "shred") and any(
             w.startswith(("of=/dev/", "/dev/")) and w not in ("of=/dev/null", "/dev/null")
@@ -283,7 +288,8 @@ def _az_check(rest: list[str]) -> tuple[str, str] | None:
     if any(p in pairs for p in _AZ_REMOTE_PAIRS) or (words[:1] == ["ssh"]):
         return "T0.az_remote_exec", "az command that runs code or a shell on a remote machine"
     if any(p in pairs for p in _AZ_CRED_PAIRS) or any(
-            w in ("create-for-rbac", "get-credentials", "reset-access") for w in words):
+            w in ("create-for-rbac", "get-credentials", "reset-access", "federated-credential")
+            for w in words):
         return "T0.az_credentials", "az command that creates, resets or downloads credentials"
     for index in range(len(words) - 1):
         if words[index] == "group" and words[index + 1] == "delete" and (
@@ -348,7 +354,8 @@ def _text_checks(command: str, norm: str, dequoted: str, compact: str) -> Verdic
                             "interpreter runs whatever that output says.")
     if any(m in compact for m in PERSISTENCE_MARKERS):
         return _never("T0.privilege_escalation", "the command names a file that grants logins "
-                      "or runs code for others (authorized_keys, ld.so.preload, cron, sudoers)")
+                      "or runs code for others (authorized_keys, ld.so.preload, cron, sudoers, "
+                      "a container runtime's socket)")
     for marker in _CREDENTIAL_MARKERS:
         if marker in compact or ("/proc/" in compact and "/environ" in compact):
             return make_verdict("T0.credential_store", "Refused: the command names a local "

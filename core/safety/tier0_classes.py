@@ -64,7 +64,10 @@ CREDENTIAL_MARKERS: Final = (
 )
 #: Files whose writing is persistence or privilege escalation.
 PERSISTENCE_MARKERS: Final = ("authorized_keys", "ld.so.preload", "/etc/cron", "/var/spool/cron",
-                              "/etc/anacrontab", "/etc/sudoers", "/etc/ld.so.conf")
+                              "/etc/anacrontab", "/etc/sudoers", "/etc/ld.so.conf",
+                              # the container runtime's socket is root on the host
+                              "docker.sock", "containerd.sock", "crio.sock", "podman.sock",
+                              "dockershim.sock", "cri-dockerd.sock")
 IDENTITY_MARKERS: Final = ("identity_endpoint", "msi_endpoint", "identity_header", "msi_secret",
                            "/msi/token", "/metadata/identity", ":40342", ":50342", "himds",
                            "identity_server_thumbprint", "imds_endpoint")
@@ -103,16 +106,88 @@ def _matches_store(pattern: str) -> bool:
     return False
 
 
-def credential_path(word: str) -> bool:
-    """Does a (dequoted, lowercase) word name a credential store in any spelling?"""
-    if "/" not in word and "~" not in word:
+#: Directory names whose contents are credentials wherever they sit (`/etc/ssl/private`,
+#: `/etc/pki/tls/private`, `~/.ssh`, `/run/secrets`, `/var/lib/kubelet`, the VM agent's state).
+_CREDENTIAL_DIRS: Final = frozenset({
+    ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store", ".vault",
+    "private", "secrets", "secret", "keyrings", "kubelet", "waagent", "azcmagent",
+    ".config/gcloud", "serviceaccount", "tokens", "credentials",
+})
+#: File names (or parts of them) that hold credentials.
+_CREDENTIAL_NAME_PARTS: Final = ("token", "secret", "credential", "password", "shadow",
+                                 "keytab", "htpasswd", "kubeconfig", "private_key",
+                                 "privatekey", "private-key", "sensitive", "k3s.yaml",
+                                 "rke2.yaml")
+_CREDENTIAL_SUFFIXES: Final = (".key", ".pfx", ".p12", ".jks", ".keystore", ".kdbx", ".ppk",
+                               ".keytab", ".tfstate", ".tfstate.backup", ".pkcs12", ".p8",
+                               ".der.key", ".asc.key", "_rsa", "_dsa", "_ecdsa", "_ed25519")
+_CREDENTIAL_FILES: Final = frozenset({
+    ".netrc", ".pgpass", ".my.cnf", ".npmrc", ".pypirc", ".git-credentials", ".env",
+    ".vault-token", "azure.json", "admin.conf", "kubelet.conf", "bootstrap-kubelet.conf",
+    "ovf-env.xml", "customdata", "user-data", "user-data.txt", "userdata", "sudoers",
+    "ipsec.secrets", "accesstokens.json", "msal_token_cache.json", "msal_token_cache.bin",
+    "service_principal_entries.json", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
+    "id_ecdsa_sk", "id_ed25519_sk", "identity", "krb5.keytab", "opasswd", "master.key",
+    "gshadow", "shadow", "shadow-", "gshadow-", "secring.gpg", "trustdb.gpg", ".bash_history",
+    ".zsh_history", ".mysql_history", ".psql_history", ".python_history", "wp-config.php",
+})
+_URL_RE: Final = re.compile(r"[a-z][a-z0-9+.-]{0,30}://[^\s]*")
+
+
+def credential_name(name: str) -> bool:
+    """A file name (no directory) that holds credentials: `id_rsa`, `tls.key`, `.netrc` ..."""
+    name = name.lower()
+    if not name or name in (".", ".."):
         return False
-    for piece in re.split(r"[=,:@]", word):
+    return (name in _CREDENTIAL_FILES or name.endswith(_CREDENTIAL_SUFFIXES)
+            or name.startswith(("ssh_host_", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"))
+            or any(part in name for part in _CREDENTIAL_NAME_PARTS))
+
+
+def _credential_components(path: str) -> bool:
+    parts = [p for p in path.split("/") if p]
+    if any(p in _CREDENTIAL_DIRS for p in parts[:-1]) or (
+            path.startswith("/") and parts and parts[-1] in _CREDENTIAL_DIRS
+            and parts[-1] not in ("tokens", "credentials", "secret")):
+        return True
+    if "/.config/gcloud" in path or path.startswith(("/var/lib/cloud/instance",
+                                                     "/var/lib/cloud/seed", "/run/cloud-init",
+                                                     "/etc/rancher", "/var/lib/rancher")):
+        return True
+    if "/kubernetes/pki" in path or path.startswith("/etc/kubernetes/"):
+        return True
+    return bool(parts) and credential_name(parts[-1])
+
+
+def credential_path(word: str) -> bool:
+    """Does a (dequoted, lowercase) word name a credential store in any spelling?
+
+    By location class, not by a list of files: any file whose name says token, secret,
+    credential, password, shadow or keytab; keys and keystores by extension (`*.key`, `*.pfx`,
+    `*.jks` ...); anything under a `private/`, `secrets/`, `.ssh/`, `.aws/`, `.azure/`, `.kube/`
+    directory, kubelet, VM-agent and cloud-init state; process environments and memory. URLs
+    and Azure resource ids are names of things elsewhere, not local files.
+    """
+    word = word.lower()
+    if "://" in word:
+        word = _URL_RE.sub(lambda m: m.group(0) if m.group(0).startswith("file:") else " ",
+                           word)
+    if "/" not in word and "~" not in word:
+        return any(credential_name(piece) for piece in re.split(r"[=,:@ ]", word)
+                   if "." in piece or "_" in piece)
+    for piece in re.split(r"[=,:@ ]", word):
         if "/" not in piece and not piece.startswith("~"):
+            if ("." in piece or "_" in piece) and credential_name(piece):
+                return True
+            continue
+        if piece.startswith(("/subscriptions/", "/providers/")) or (
+                piece.startswith("//") and not piece.startswith("///")):
             continue
         path = _norm_path(piece)
         if any(m in path + "/" for m in CREDENTIAL_MARKERS) or re.search(
                 r"/proc/[^/]{1,20}/(?:task/[^/]{1,10}/)?(?:environ|mem)$", path):
+            return True
+        if _credential_components(path):
             return True
         if _PATTERN_CHARS & set(path) and path.startswith("/") and _matches_store(path):
             return True

@@ -46,10 +46,10 @@ def test_every_unreadable_line_gets_a_never_safe_answer_in_place(tmp_path: Path)
     out = rows(res)
     assert len(out) == len(lines)  # blank lines are skipped, nothing else is
     assert [r["classification"] for r in out] == [
-        "RISKY", "SAFE", "RISKY", "RISKY", "RISKY", "RISKY", "RISKY", "RISKY", "SAFE"]
+        "RISKY", "SAFE", "RISKY", "RISKY", "RISKY", "RISKY", "RISKY", "FORBIDDEN", "SAFE"]
     assert out[0]["rule"] == "T3.invalid_input" and "line 1" in str(out[0]["error"])
     assert out[3]["command"] == 5 and "line 4" in str(out[3]["error"])
-    assert out[7]["rule"] == "T3.non_ascii"
+    assert out[7]["rule"] == "T0.unreadable_text"  # a lone surrogate: retype it in ASCII
 
 
 def test_classify_explains_a_single_command(tmp_path: Path) -> None:
@@ -116,10 +116,13 @@ def test_each_line_is_answered_before_the_next_is_sent(tmp_path: Path) -> None:
 
 
 def test_classify_says_the_documented_ip_flow_verify_is_safe(tmp_path: Path) -> None:
-    # issue 22: `*` in an az argument is a value (no shell runs the argv), not a glob
+    # issue 22: `*` in an az argument is a value (no shell runs the argv); issue 28: quoted,
+    # because unquoted it is a glob to a shell (then RISKY, and the reason says to quote it)
     command = ("az network watcher test-ip-flow -g rg --vm vm1 --direction Inbound "
-               "--protocol TCP --local 10.0.0.4:* --remote 10.1.0.4:6379")
+               "--protocol TCP --local '10.0.0.4:*' --remote 10.1.0.4:6379")
     res = run(["classify", command], "", tmp_path)
     assert res.returncode == 0 and res.stdout.decode().startswith("SAFE"), res.stdout
+    unquoted = run(["classify", command.replace("'10.0.0.4:*'", "10.0.0.4:*")], "", tmp_path)
+    assert unquoted.stdout.decode().startswith("RISKY") and b"Quote" in unquoted.stdout
     res = run(["classify", "--json", "-"], json.dumps({"command": command}) + "\n", tmp_path)
     assert rows(res)[0]["rule"] == "T2.az_read"

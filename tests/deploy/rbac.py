@@ -98,6 +98,8 @@ _AZ_TABLE: dict[str, tuple[str, ...]] = {
     "network application-gateway: show-backend-health": (
         f"{_N}/applicationGateways/backendhealth/action",),
     "network private-endpoint: list show": (f"{_N}/privateEndpoints/read",),
+    "network private-endpoint dns-zone-group: list show": (
+        f"{_N}/privateEndpoints/privateDnsZoneGroups/read",),
     "network private-link-service: list show": (f"{_N}/privateLinkServices/read",),
     "network private-dns zone: list show": (f"{_PDNS}/read",),
     "network private-dns link vnet: list show": (f"{_PDNS}/virtualNetworkLinks/read",),
@@ -127,8 +129,18 @@ _AZ_TABLE: dict[str, tuple[str, ...]] = {
     "network asg: list show": (f"{_N}/applicationSecurityGroups/read",),
     "network bastion: list show": (f"{_N}/bastionHosts/read",),
     "network firewall: list show": (f"{_N}/azureFirewalls/read",),
+    # the CLI reads a classic firewall's IP configurations and rule collections from the firewall
+    "network firewall ip-config: list show": (f"{_N}/azureFirewalls/read",),
+    "network firewall network-rule: list": (f"{_N}/azureFirewalls/read",),
+    "network firewall network-rule collection: list show": (f"{_N}/azureFirewalls/read",),
+    "network firewall application-rule: list": (f"{_N}/azureFirewalls/read",),
+    "network firewall application-rule collection: list show": (f"{_N}/azureFirewalls/read",),
+    "network firewall nat-rule: list": (f"{_N}/azureFirewalls/read",),
+    "network firewall nat-rule collection: list show": (f"{_N}/azureFirewalls/read",),
     "network firewall policy: list show": (f"{_N}/firewallPolicies/read",),
     "network firewall policy rule-collection-group: list show": (
+        f"{_N}/firewallPolicies/ruleCollectionGroups/read",),
+    "network firewall policy rule-collection-group collection: list": (
         f"{_N}/firewallPolicies/ruleCollectionGroups/read",),
     "network vnet-gateway: list show": (f"{_N}/virtualNetworkGateways/read",),
     "network vnet-gateway: list-bgp-peer-status": (
@@ -158,6 +170,7 @@ _AZ_TABLE: dict[str, tuple[str, ...]] = {
     "vm: list-ip-addresses": (f"{_VM}/read", f"{_N}/networkInterfaces/read",
                               f"{_N}/publicIPAddresses/read"),
     "vm nic: list show": (f"{_VM}/read", f"{_N}/networkInterfaces/read"),
+    "vm extension: list show": (f"{_VM}/read", f"{_VM}/extensions/read"),
     "vmss: list show": ("Microsoft.Compute/virtualMachineScaleSets/read",),
     "vmss: list-instances": ("Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",),
     "group: list show exists": ("Microsoft.Resources/subscriptions/resourceGroups/read",),
@@ -166,6 +179,8 @@ _AZ_TABLE: dict[str, tuple[str, ...]] = {
     # the capture container (the orchestrator's check, shown as this command at the gate)
     "storage container: exists": (
         "Microsoft.Storage/storageAccounts/blobServices/containers/read",),
+    # blobs read with --auth-mode login (the gate requires it): flow-log and capture blobs
+    "storage blob: list download": (f"data:{_BLOBS}/read",),
     "monitor activity-log: list": ("Microsoft.Insights/eventtypes/values/read",),
     "monitor metrics: list": ("Microsoft.Insights/metrics/read",),
     "monitor metrics: list-definitions": ("Microsoft.Insights/metricDefinitions/read",),
@@ -175,6 +190,9 @@ _AZ_TABLE: dict[str, tuple[str, ...]] = {
 #: passes the gate; Azure answers it with AuthorizationFailed and the model moves on.
 AZ_DECLINED: dict[str, str] = {
     "account": "reads the local az profile; no RBAC action",
+    "role assignment": "who may do what; Microsoft.Authorization/roleAssignments/read if "
+                       "investigations need it (docs/deploy.md, Extending the role)",
+    "lock": "resource locks; Microsoft.Authorization/locks/read if investigations need it",
     "resource": "any resource type; each type's own read applies (granted above for network "
                 "and compute)",
     "provider": "subscription-wide provider registrations; not needed to investigate",

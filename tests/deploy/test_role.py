@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.safety.classify import classify
-from core.safety.rules.az_reads import CLEAN_READS
+from core.safety.rules.az_reads import CLEAN_READS, REQUIRED_VALUES
 from tests.deploy import rbac
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,7 +54,8 @@ def test_a_new_clean_read_without_a_decision_fails() -> None:
 
 @pytest.mark.parametrize("path", sorted(rbac.AZ_READS), ids=" ".join)
 def test_each_granted_az_read_is_safe_at_the_gate(path: tuple[str, ...]) -> None:
-    command = "az " + " ".join(path) + " --resource-group prod --output json"
+    required = " ".join(REQUIRED_VALUES.get(path, ()))  # blob reads: --auth-mode login
+    command = f"az {' '.join(path)} --resource-group prod --output json {required}".strip()
     verdict = classify(command)
     assert verdict.classification == "SAFE", (command, verdict.rule, verdict.reason)
 

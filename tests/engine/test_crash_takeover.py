@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import shlex
 import signal
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -34,9 +32,11 @@ from tests.engine.fakes import call, reply
 DONE = reply(call("complete_investigation", confidence="low", root_cause_summary="x"))
 
 
-def _python(marker: Path, then: str = "") -> str:
-    code = f"open({str(marker)!r}, 'a').write('ran ')" + (f"; {then}" if then else "")
-    return f"{sys.executable} -c {shlex.quote(code)}"
+def _tool(program: str, marker: Path, sleep: float = 0.0) -> str:
+    """An approvable command that writes 'ran ' to the marker (then sleeps): the stand-in."""
+    if sleep:
+        return f"{program} append-then-sleep {marker} 'ran ' {sleep:g}"
+    return f"{program} append {marker} 'ran '"
 
 
 def _child(url: str, sid: str, tmp: str, command: str, point: str | None) -> None:
@@ -62,13 +62,13 @@ def _new_investigation(store: Store, tmp_path: Path) -> str:
 
 
 def test_kill_9_between_the_approval_claim_and_its_started_record(
-        store: Store, migrated_url: str, tmp_path: Path) -> None:
+        store: Store, migrated_url: str, tmp_path: Path, tool: str) -> None:
     """Regression (issue 23): `executing` and `command_started` were two transactions; a kill
     between them left `executing` with no started record, and recovery told the model the
     command "will not be run again" though it never ran. Now both commit together or not at
     all: the request is still `approved`, and the next holder runs it, once."""
     marker = tmp_path / "marker"
-    command = _python(marker)
+    command = _tool(tool, marker)
     sid = _new_investigation(store, tmp_path)
     proc = _start_child(migrated_url, sid, tmp_path, command, "inside_claim")
     proc.join(60)
@@ -89,11 +89,11 @@ def test_kill_9_between_the_approval_claim_and_its_started_record(
 
 
 def test_kill_9_while_an_approved_command_runs(store: Store, migrated_url: str,
-                                               tmp_path: Path) -> None:
+                                               tmp_path: Path, tool: str) -> None:
     """SIGKILL while the command runs: the next holder closes it as interrupted, tells the
     model its outcome is unknown, and never runs it again."""
     marker = tmp_path / "marker"
-    command = _python(marker, "import time; time.sleep(4)")
+    command = _tool(tool, marker, sleep=4)
     sid = _new_investigation(store, tmp_path)
     proc = _start_child(migrated_url, sid, tmp_path, command, None)
     deadline = time.monotonic() + 60

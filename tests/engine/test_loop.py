@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -178,12 +177,10 @@ def test_turn_limit_offers_extend_or_rca(store: Store, tmp_path: Path) -> None:
 
 
 def test_chat_approval_suspends_and_resumes_in_another_engine(store: Store, tmp_path: Path,
-                                                               migrated_url: str) -> None:
+                                                               migrated_url: str,
+                                                               tool: str) -> None:
     marker = tmp_path / "ran"
-    code = f"open({str(marker)!r}, 'a').write('x')"
-    import shlex
-
-    command = f"{sys.executable} -c {shlex.quote(code)}"
+    command = f"{tool} append {marker} x"
     brain = FakeBrain(reply(call("run_shell_cmd", command=command, reasoning="x")),
                       reply(DONE))
     rig = Rig(store, tmp_path, brain, Approver(None, immediate=False))

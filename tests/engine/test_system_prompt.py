@@ -135,7 +135,7 @@ def test_the_sent_playbook_keeps_the_order_and_says_what_answers_mean(
     for meaning in ("nextHopType None", "VirtualAppliance", "access Deny names the NSG rule",
                     "ruleName", "no link", "look right"):
         assert meaning in book, meaning
-    assert "--local <src-ip>:*" in book  # the documented form, SAFE at the gate
+    assert "--local '<src-ip>:*'" in book  # the documented form, quoted: SAFE at the gate
     assert "[CLOUD]" in book and "[LOCAL]" in book
 
 
@@ -160,7 +160,7 @@ PLAYBOOK_COMMANDS = (
     "az network watcher show-next-hop -g rg --vm vm1 --source-ip 10.0.0.4 --dest-ip 10.1.0.4",
     "az network nic show-effective-route-table -g rg -n vm1-nic",
     "az network watcher test-ip-flow -g rg --vm vm1 --direction Outbound --protocol TCP "
-    "--local 10.0.0.4:* --remote 10.1.0.4:6379",
+    "--local '10.0.0.4:*' --remote 10.1.0.4:6379",
     "az network nic list-effective-nsg -g rg -n vm1-nic",
     "az network private-dns link vnet list -g rg -z privatelink.redis.cache.windows.net",
     'az vm get-instance-view -g rg -n vm1 --query "instanceView.statuses[1].displayStatus" '

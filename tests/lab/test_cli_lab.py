@@ -97,7 +97,7 @@ def test_exec_agrees_with_the_model_on_a_stopped_vm(cli_env: dict[str, str],
                                                     scenario_file: Path) -> None:
     result = ghost(cli_env, "lab", "exec", str(scenario_file), "--",
                    "az vm get-instance-view -g rg-data -n stopped-1 "
-                   "--query instanceView.statuses[1].displayStatus -o tsv")
+                   "--query 'instanceView.statuses[1].displayStatus' -o tsv")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1] == "VM deallocated"
 

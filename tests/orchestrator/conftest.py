@@ -58,7 +58,10 @@ class World:
                  data_dir: Path) -> None:
         self.store, self.sid, self.cloud, self.clock = store, sid, cloud, clock
         self.data_dir = data_dir
-        self.config = OrchestratorConfig(local_capture_dir=data_dir / "captures")
+        # key auth: the blob download is gated (a key read), so the approval flows around it
+        # are exercised; with login auth it is a SAFE read (test_capture_lifecycle, issue 28)
+        self.config = OrchestratorConfig(local_capture_dir=data_dir / "captures",
+                                         storage_auth_mode="key")
 
     def shell(self, *answers: Decision | None, sid: str | None = None) -> SafeExecShell:
         return SafeExecShell(sid or self.sid, audit=self.store, approvals=self.store,

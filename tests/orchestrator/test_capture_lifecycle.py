@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from core.safety.approval import Decision
@@ -72,6 +73,21 @@ def test_gated_calls_are_audited_as_az_equivalents(world: World) -> None:
     assert set(task["shell_audit_ids"]) == audit_ids
     approver = orch.lifecycle.shell.approver  # type: ignore[attr-defined]
     assert "Intermittent 502s from web-vm-01 to redis." in approver.seen[0].reasoning
+
+
+def test_with_login_auth_the_download_into_the_data_dir_is_a_safe_read(world: World) -> None:
+    """issue 28: `az storage blob download --auth-mode login` into Ghost's data directory reads
+    no key and writes only there, so the gate runs it without a second approval."""
+    config = replace(world.config, storage_auth_mode="login")
+    orch = world.orchestrator(*approve(1), config=config)
+    task_id = orch.orchestrate(capture_request())["task_id"]
+    res = orch.orchestrate({"intent": "check_task", "task_id": task_id})
+    assert res["status"] == "task_completed", res
+    download = [r for r in world.store.audit_records(world.sid) if r["kind"] == "command"
+                and r["command"].startswith("az storage blob download")]
+    assert [(r["classification"], r["action"]) for r in download] == [("SAFE",
+                                                                        "auto_approved")]
+    assert "--auth-mode login" in download[0]["command"]
 
 
 def test_denied_create_cancels_without_resources(world: World) -> None:

@@ -13,8 +13,8 @@ Row = tuple[str, str, str]
 #: issue 22: every Azure-native read of the playbook, in the spellings of the az documentation
 AZ_PLAYBOOK: list[Row] = [
     ("az network watcher test-ip-flow -g rg --vm vm1 --direction Inbound --protocol TCP "
-     "--local 10.0.0.4:* --remote 10.1.0.4:6379", S, "IP flow verify; * is the documented "
-     "any-port value, not a glob (no shell runs it)"),
+     "--local '10.0.0.4:*' --remote 10.1.0.4:6379", S, "IP flow verify; '*' is the documented "
+     "any-port value, quoted (unquoted it is a glob to a shell: RISKY since issue 28)"),
     ("az network watcher test-ip-flow --direction Outbound --protocol TCP --local "
      "10.0.0.4:60000 --remote 10.1.0.4:6379 --vm vm1 --nic vm1-nic --resource-group rg", S,
      "IP flow verify with the NIC named"),
@@ -33,14 +33,14 @@ AZ_PLAYBOOK: list[Row] = [
     ("az network vnet peering list -g rg --vnet-name hub-vnet -o table", S, "peering state"),
     ("az network vnet peering show -g rg --vnet-name hub-vnet -n hub-to-spoke --query "
      "peeringState -o tsv", S, "one peering"),
-    ("az vm get-instance-view -g rg -n vm1 --query instanceView.statuses[1].displayStatus "
-     "-o tsv", S, "power state; [1] is JMESPath, not a glob"),
+    ("az vm get-instance-view -g rg -n vm1 --query 'instanceView.statuses[1].displayStatus' "
+     "-o tsv", S, "power state; quoted JMESPath"),
     ("az monitor activity-log list -g rg --offset 2h --query \"[].{op:operationName.value,"
      "who:caller,when:eventTimestamp}\" -o json", S, "recent changes"),
     ("az monitor activity-log list --resource-group rg --start-time 2025-01-15T10:00:00Z "
      "--max-events 50", S, "recent changes in a window"),
-    ("az network nsg rule list -g rg --nsg-name web-nsg --query [?access=='Deny'] -o json", S,
-     "unquoted JMESPath brackets are text for az"),
+    ("az network nsg rule list -g rg --nsg-name web-nsg --query \"[?access=='Deny']\" -o json",
+     S, "quoted JMESPath brackets are text for az"),
     ("az network vnet check-ip-address -g rg -n vnet --ip-address 10.0.0.4", S,
      "is this address free in the VNet"),
     ("az graph query -q \"Resources | where type =~ 'microsoft.network/networksecuritygroups'"
@@ -81,7 +81,8 @@ AZ_SECRETS: list[Row] = [
      "connections are not clean"),
     ("az network vnet show -g rg -n v --api-version 2015-06-15", R, "old API versions"),
     ("az network vnet list -g rg --debug", R, "--debug prints HTTP traffic"),
-    ("az network vnet show -g rg -n @/etc/hosts", R, "@file arguments"),
+    ("az network vnet show -g rg -n @/etc/hosts", F, "@file arguments: the gate cannot read "
+     "the file, so it is not understood (issue 28)"),
     ("az resource show --ids /subscriptions/0000/resourceGroups/rg/providers/"
      "Microsoft.Network/virtualNetworks/vnet", S, "a VNet by id is clean"),
     ("az vm show -g rg -n vm1 -d --query powerState -o tsv", S, "-d is --show-details"),
@@ -90,11 +91,13 @@ AZ_SECRETS: list[Row] = [
 
 #: tcpdump: decoders print credentials; -v prints header blocks
 TCPDUMP: list[Row] = [
-    ("tcpdump -i eth0 -c 20 -n port 6379", S, "default verbosity; decoder lines are "
-     "redacted"),
-    ("tcpdump --immediate-mode -c 10 -n -i eth0 tcp port 443", S, "read-only option"),
-    ("tcpdump -c 10 -n host 168.63.129.16", S, "a filter on the WireServer sends nothing"),
-    ("tcpdump -c 10 -n host 169.254.169.254 and port 80", S, "a filter on IMDS"),
+    ("tcpdump -i eth0 -c 20 -n port 6379", R, "a capture on the host shows traffic (issue 28); "
+     "decoder lines are still redacted"),
+    ("tcpdump --immediate-mode -c 10 -n -i eth0 tcp port 443", R, "a capture on the host"),
+    ("tcpdump -c 10 -n host 168.63.129.16", R, "a filter on the WireServer sends nothing, "
+     "but it is a capture on the host"),
+    ("tcpdump -c 10 -n host 169.254.169.254 and port 80", R, "a filter on IMDS; a capture"),
+    ("tcpdump -D", S, "listing interfaces captures nothing"),
     ("tcpdump -v -c 10 -i eth0 port 80", R, "verbose decoders print header blocks"),
     ("tcpdump -vvv -c 10 -i eth0", R, "verbose"),
     ("tcpdump -c 10 -A port 80", R, "payload"),
@@ -154,7 +157,7 @@ DIAGNOSTICS: list[Row] = [
     ("ethtool -K eth0 tso off", R, "changes offloads"),
     ("nft list ruleset", S, "firewall rules"),
     ("nft -a list table inet filter", S, "one table"),
-    ("nft -f /tmp/rules", R, "loads a file"),
+    ("nft -f /tmp/rules", F, "loads rules from a file the gate cannot read (issue 28)"),
     ("date -u", S, "clock (certificate and token skew)"),
     ("date -s '2020-01-01'", R, "sets the clock"),
     ("openssl s_client -connect redis.example.com:6380 -servername redis.example.com", S,
@@ -250,7 +253,8 @@ FORBIDDEN_CLASSES: list[Row] = [
     ("nmap -sC 10.0.0.4", F, "NSE"),
 ]
 
-#: everything else that changes state stays RISKY (approvable remediation)
+#: changes the gate understands stay RISKY (approvable remediation); since issue 28 what it
+#: cannot read (expansions, interpreters) is FORBIDDEN
 STILL_RISKY: list[Row] = [
     ("iptables -A INPUT -p tcp --dport 6379 -j ACCEPT", R, "a rule change can be approved"),
     ("systemctl restart redis-server", R, "restart a service"),
@@ -261,11 +265,11 @@ STILL_RISKY: list[Row] = [
     ("mdadm --detail /dev/md0", R, "unknown program, read"),
     ("ps -ef", R, "unknown program"),
     ("[ -f /tmp/x ]", R, "test"),
-    ("ping -c 1 $HOST", R, "variable expansion"),
-    ("node -e \"setTimeout(function(){console.log(1)},1)\"", R, "a JS function is no "
-     "Shellshock"),
-    ("python3 -c \"print('a'); [print(i) for i in range(3)]\"", R, "brackets inside a "
-     "quoted script build no program"),
+    ("ping -c 1 $HOST", F, "variable expansion: not a literal argument (issue 28)"),
+    ("node -e \"setTimeout(function(){console.log(1)},1)\"", F, "an interpreter runs what "
+     "the gate cannot read (issue 28; and a JS function is no Shellshock)"),
+    ("python3 -c \"print('a'); [print(i) for i in range(3)]\"", F, "an interpreter (issue "
+     "28); the brackets inside a quoted script build no program"),
 ]
 
 ALL_TABLES: dict[str, list[Row]] = {

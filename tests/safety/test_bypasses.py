@@ -48,13 +48,21 @@ def test_globbing_and_tilde() -> None:
                 "az network vnet list -g {a,b}", "/???/?ing -c 1 x", "p?ng -c 1 x"])
 
 
-def test_pattern_characters_are_text_where_arguments_are_values() -> None:
-    # issue 22: no shell runs the argv, so * ? [ ] in az values, DNS names and filters are text
-    for command in ("az network watcher test-ip-flow -g rg --vm vm1 --direction Inbound "
-                    "--protocol TCP --local 10.0.0.4:* --remote 10.1.0.4:6379",
-                    "az network nsg rule list -g rg --nsg-name n --query [?access=='Deny']",
-                    "dig *.contoso.com", "tcpdump -c 5 -n ip[8]=64"):
-        assert classify(command).is_safe, command
+def test_pattern_characters_are_values_only_when_quoted() -> None:
+    # issue 22: no shell runs the argv, so * ? [ ] in az values, DNS names and filters are
+    # text; issue 28: unquoted they are still globs to a shell, so only the quoted form is SAFE
+    for unquoted, quoted in (
+            ("az network watcher test-ip-flow -g rg --vm vm1 --direction Inbound --protocol TCP "
+             "--local 10.0.0.4:* --remote 10.1.0.4:6379",
+             "az network watcher test-ip-flow -g rg --vm vm1 --direction Inbound --protocol TCP "
+             "--local '10.0.0.4:*' --remote 10.1.0.4:6379"),
+            ("az network nsg rule list -g rg --nsg-name n --query [?access=='Deny']",
+             "az network nsg rule list -g rg --nsg-name n --query \"[?access=='Deny']\""),
+            ("dig *.contoso.com", "dig '*.contoso.com'")):
+        assert classify(unquoted).rule == "T3.unquoted_pattern", unquoted
+        assert classify(quoted).is_safe, quoted
+    # and for a program that reads file names, an unquoted glob is not understood at all
+    assert classify("ls /var/log/*.log").rule == "T0.not_literal"
 
 
 def test_escapes_and_comments() -> None:
@@ -236,9 +244,6 @@ def test_property_nothing_with_unquoted_metacharacters_is_safe() -> None:
         extra = rng.choice(["", "id", " id", "x", " /tmp/x", "rm -rf /"])
         command = seed[:pos] + meta + extra + seed[pos:]
         verdict = classify(command)
-        if meta in "*?[]" and seed.startswith(("az ", "dig ", "ss ")) and command.startswith(
-                seed.split()[0] + " "):
-            continue  # a value character for these programs (issue 22); covered above
         assert not verdict.is_safe, repr(command)
 
 

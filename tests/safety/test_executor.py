@@ -98,3 +98,13 @@ def test_bad_arguments() -> None:
         run_argv([], timeout_s=1, max_output_bytes=1)
     with pytest.raises(ValueError):
         run_argv(["echo", "a\x00b"], timeout_s=1, max_output_bytes=1)
+
+
+def test_stdin_data_is_what_a_filter_reads() -> None:
+    """A text filter after a pipe reads the previous stage's output (issue 28)."""
+    res = run_argv(["grep", "-c", "b"], timeout_s=10, max_output_bytes=1000,
+                   stdin_data=b"a\nb\nbb\n")
+    assert res.exit_code == 0 and res.stdout.strip() == "2"
+    # without it, stdin is /dev/null: the filter sees nothing
+    res = run_argv(["grep", "-c", "b"], timeout_s=10, max_output_bytes=1000)
+    assert res.stdout.strip() == "0"

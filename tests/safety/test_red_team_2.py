@@ -35,7 +35,7 @@ NOT_SAFE = [
      "--include-full-endpoint-url", "T2.az_secret_read"),
     ("az resource show --ids /subscriptions/s/x/Microsoft.Web/sites/w/config%2Fappsettings",
      "T2.az_secret_read"),
-    ("az storage message get -q q --account-name a", "T2.az_mutating_verb"),
+    ("az storage message get -q q --account-name a", "T0.az_not_approvable"),
     ("ss -E", "T1.unbounded"),
     ("ss --events", "T1.unbounded"),
     ("ss -tnE", "T1.unbounded"),
@@ -61,6 +61,9 @@ AZ_NOT_CLEAN = {"T2.az_secret_read", "T2.az_unlisted_read", "T2.az_unknown_optio
 @pytest.mark.parametrize(("command", "rule"), NOT_SAFE, ids=[c for c, _ in NOT_SAFE])
 def test_secret_returning_or_stateful_read_needs_approval(command: str, rule: str) -> None:
     verdict = classify(command)
+    if rule.startswith("T0."):  # issue 28: a change outside the approvable list
+        assert verdict.rule == rule, verdict
+        return
     assert verdict.classification == "RISKY", verdict
     if rule.startswith("T2."):
         assert verdict.rule in AZ_NOT_CLEAN, verdict

@@ -91,7 +91,7 @@ def test_redaction_tables_through_the_cli(tmp_path: Path) -> None:
 
 
 SECRETS_IN_CAPTURE = ("S3cretRedis", "AclPassw0rd1", "FtpS3cret!", "AGFsaWNlAFNtdHBTM2NyZXQ=",
-                      "YWxpY2U=", "U210cFMzY3JldDI=", "SnmpS3cret")
+                      "YWxpY2U=", "U210cFMzY3JldDI=", "SnmpS3cret", "RespLongS3cret_17")
 
 
 def _check_capture(text: str) -> None:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import shlex
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -23,20 +21,21 @@ class _Approve:
         return Decision.approve("alice")
 
 
-def _victim(url: str, sid: str, data_dir: str, marker: str) -> None:
+def _victim(url: str, sid: str, data_dir: str, marker: str, tool: str) -> None:
     store = Store.from_url(url)
     shell = SafeExecShell(sid, audit=store, approvals=store, approver=_Approve(),
                           data_dir=Path(data_dir))
-    code = f"open({marker!r}, 'a').write('ran ');import time; time.sleep(4)"
-    shell.execute({"command": f"{sys.executable} -c {shlex.quote(code)}", "reasoning": "slow"})
+    shell.execute({"command": f"{tool} append-then-sleep {marker} 'ran ' 4",
+                   "reasoning": "slow"})
 
 
 def test_killed_mid_command_is_recorded_as_interrupted(store: Store, migrated_url: str,
-                                                       tmp_path: Path) -> None:
+                                                       tmp_path: Path, tool: str) -> None:
     sid = store.create_investigation(symptom="s", model="m", audit_dir="a").session_id
     marker = tmp_path / "marker"
     ctx = multiprocessing.get_context("fork")
-    proc = ctx.Process(target=_victim, args=(migrated_url, sid, str(tmp_path), str(marker)))
+    proc = ctx.Process(target=_victim, args=(migrated_url, sid, str(tmp_path), str(marker),
+                                                     tool))
     proc.start()
     deadline = time.monotonic() + 30
     while not marker.exists() and time.monotonic() < deadline:

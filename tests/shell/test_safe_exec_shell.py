@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import shlex
-import sys
 import threading
 from collections import deque
 from datetime import timedelta
@@ -19,7 +17,6 @@ from core.safety.command_run import ShellLimits
 from core.safety.shell import SafeExecShell
 from storage.store import Store
 
-PY = sys.executable
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "pcaps"
 STORAGE_KEY = "AccountKey=" + "Zm9vYmFy" * 11 + "=="
 
@@ -125,11 +122,10 @@ def test_approver_failure_fails_closed(store: Store, sid: str, tmp_path: Path) -
 
 
 def test_pending_approval_resumes_in_another_process_exactly_once(
-    store: Store, sid: str, tmp_path: Path, migrated_url: str
+    store: Store, sid: str, tmp_path: Path, migrated_url: str, tool: str
 ) -> None:
     counter = tmp_path / "count"
-    code = f"open({str(counter)!r}, 'a').write('x')"
-    cmd = f"{PY} -c {shlex.quote(code)}"
+    cmd = f"{tool} append {counter} x"
     chat = ScriptedApprover(None, immediate=False)
     first = make_shell(store, sid, chat, tmp_path).execute({"command": cmd, "reasoning": "x"})
     assert first["status"] == "pending_approval" and not counter.exists()
@@ -182,11 +178,10 @@ def test_interrupted_command_is_closed_not_rerun(store: Store, sid: str,
 
 
 def test_output_is_redacted_and_truncated_before_storage(store: Store, sid: str,
-                                                         tmp_path: Path) -> None:
+                                                         tmp_path: Path, tool: str) -> None:
     # the secret appears only in the output, never in the command line
-    script = "print('Account' + 'Key=' + 'Zm9vYmFy' * 11 + '=='); [print(i) for i in range(1000)]"
     shell = make_shell(store, sid, ScriptedApprover(Decision.approve("alice")), tmp_path)
-    res = shell.execute({"command": f"{PY} -c {shlex.quote(script)}", "reasoning": "x"})
+    res = shell.execute({"command": f"{tool} key-and-lines 1000", "reasoning": "x"})
     assert res["status"] == "completed"
     stored = store.audit_records(sid)[-1]
     assert "Zm9vYmFy" not in stored["output"] and "Zm9vYmFy" not in res["output"]
@@ -204,11 +199,10 @@ def test_a_risky_command_carrying_a_secret_is_not_queued(store: Store, sid: str,
     assert store.approvals(sid) == []
 
 
-def test_timeout_is_reported(store: Store, sid: str, tmp_path: Path) -> None:
+def test_timeout_is_reported(store: Store, sid: str, tmp_path: Path, tool: str) -> None:
     shell = make_shell(store, sid, ScriptedApprover(Decision.approve("alice")), tmp_path,
                        limits=ShellLimits(timeout_s=0.5))
-    res = shell.execute({"command": f"{PY} -c 'import time; time.sleep(30)'",
-                         "reasoning": "x"})
+    res = shell.execute({"command": f"{tool} sleep 30", "reasoning": "x"})
     assert res["status"] == "error" and res["error"] == "timeout"
 
 
@@ -300,3 +294,38 @@ def test_rc_flags_are_added_first() -> None:
     assert without_rc_files(("curl", "-sI", "https://x")) == ["curl", "-q", "-sI", "https://x"]
     assert without_rc_files(("dig", "+short", "x")) == ["dig", "-r", "+short", "x"]
     assert without_rc_files(("ss", "-tln")) == ["ss", "-tln"]
+
+
+def test_an_approved_pipeline_runs_stage_by_stage_without_a_shell(store: Store, sid: str,
+                                                                   tmp_path: Path) -> None:
+    """issue 28: a command piped into text filters is approvable, so it must also run."""
+    approver = ScriptedApprover(Decision.approve("alice"))
+    shell = make_shell(store, sid, approver, tmp_path)
+    res = shell.execute({"command": "seq 10 | grep -v 3 | sort -rn | head -n 2",
+                         "reasoning": "x"})
+    assert approver.seen[0].rule == "T3.pipeline"
+    assert res["status"] == "completed" and res["exit_code"] == 0, res
+    assert res["output"].split() == ["10", "9"]
+
+
+def test_a_pipeline_redirected_into_the_data_dir_writes_redacted_output(
+        store: Store, sid: str, tmp_path: Path) -> None:
+    (tmp_path / "conn.txt").write_text(f"{STORAGE_KEY}\nline two\n")
+    shell = make_shell(store, sid, ScriptedApprover(Decision.approve("alice")), tmp_path)
+    res = shell.execute({"command": f"grep -n line {tmp_path}/conn.txt {tmp_path}/x.txt "
+                                    f"2>/dev/null > {tmp_path}/found.txt", "reasoning": "x"})
+    assert res["status"] == "completed" and res["output"] == "", res
+    assert (tmp_path / "found.txt").read_text().strip().endswith("line two")
+    res = make_shell(store, sid, ScriptedApprover(Decision.approve("alice")), tmp_path).execute(
+        {"command": f"tail -n 2 {tmp_path}/conn.txt > {tmp_path}/copy.txt", "reasoning": "x"})
+    copied = (tmp_path / "copy.txt").read_text()
+    assert res["status"] == "completed" and "Zm9vYmFy" not in copied and "line two" in copied
+
+
+def test_a_pipeline_into_a_shell_is_refused_not_offered(store: Store, sid: str,
+                                                        tmp_path: Path) -> None:
+    approver = ScriptedApprover()
+    shell = make_shell(store, sid, approver, tmp_path)
+    res = shell.execute({"command": "seq 3 | xargs -I % sh -c %", "reasoning": "x"})
+    assert res["error"] == "forbidden_command" and not approver.seen
+    assert "T0.interpreting_pipe" in res["stderr"] and "ask the engineer" in res["stderr"]

@@ -1,63 +1,6 @@
 """Tier 1 and Tier 2 rules, one module per program family.
 
-Each rule function takes the parsed argv (a tuple of plain words from a single simple command)
-and a `Context`, and returns a Verdict. `PROGRAM_RULES` maps a bare program name to its rule.
+The table of which rule judges which program is `core.safety.program_rules.PROGRAM_RULES`; this
+package holds the rules themselves and imports nothing, so a rule module (such as `vm_probe`,
+which judges in-VM probe lines with the probe rules) can import its siblings without a circle.
 """
-
-from __future__ import annotations
-
-from collections.abc import Callable
-
-from core.safety.rules.az import classify_az
-from core.safety.rules.base import Context
-from core.safety.rules.curl import classify_curl
-from core.safety.rules.files import classify_cat, classify_forensics
-from core.safety.rules.hostinfo import (
-    classify_date,
-    classify_ethtool,
-    classify_nft,
-    classify_openssl,
-    classify_tc,
-)
-from core.safety.rules.iproute import classify_ip, classify_netstat, classify_ss
-from core.safety.rules.probes import (
-    classify_dig,
-    classify_host,
-    classify_mtr,
-    classify_nslookup,
-    classify_ping,
-    classify_tracepath,
-    classify_traceroute,
-)
-from core.safety.rules.tcpdump import classify_tcpdump
-from core.safety.verdict import Verdict
-
-RuleFn = Callable[[tuple[str, ...], Context], Verdict]
-
-PROGRAM_RULES: dict[str, RuleFn] = {
-    "ping": classify_ping,
-    "ping6": classify_ping,
-    "traceroute": classify_traceroute,
-    "traceroute6": classify_traceroute,
-    "tracepath": classify_tracepath,
-    "tracepath6": classify_tracepath,
-    "mtr": classify_mtr,
-    "dig": classify_dig,
-    "nslookup": classify_nslookup,
-    "host": classify_host,
-    "curl": classify_curl,
-    "ip": classify_ip,
-    "ss": classify_ss,
-    "netstat": classify_netstat,
-    "tcpdump": classify_tcpdump,
-    "cat": classify_cat,
-    "ghost-forensics": classify_forensics,
-    "az": classify_az,
-    "tc": classify_tc,
-    "ethtool": classify_ethtool,
-    "nft": classify_nft,
-    "date": classify_date,
-    "openssl": classify_openssl,
-}
-
-__all__ = ["PROGRAM_RULES", "Context", "RuleFn"]

@@ -14,6 +14,7 @@ import re
 from typing import Final
 from urllib.parse import unquote
 
+from core.safety.paths import resolve_under
 from core.safety.rules.az_reads import (
     ALIASES,
     CLEAN_READS,
@@ -21,8 +22,11 @@ from core.safety.rules.az_reads import (
     FLAG_OPTIONS,
     GROUP_SHORT_OPTIONS,
     OUTPUT_FORMATS,
+    PATH_ONLY_OPTIONS,
+    REQUIRED_VALUES,
     SHORT_OPTIONS,
     VALUE_OPTIONS,
+    approvable_write,
     resource_type_of,
 )
 from core.safety.rules.base import Context, risky
@@ -87,47 +91,126 @@ def _unknown_option(lname: str, path: list[str], argv: tuple[str, ...]) -> Verdi
     if lname.startswith("--") and any(m in lname for m in _REVEAL_MARKERS):
         return risky("T2.az_secret_read", argv, f"az option {lname[:40]} can make the read "
                      "return secret values.")
-    if any(m in lname for m in _SECRET_ARG_MARKERS) or lname in ("--key", "--value", "-p"):
-        return risky("T2.az_secret_argument", argv, f"az option {lname[:40]} puts a key, SAS "
-                     "token, password or connection string on the command line.")
     return risky("T2.az_unknown_option", argv, f"az option {lname[:40]!r} is not one of the "
                  f"selectors allowed on 'az {' '.join(path)}' (an option can make a read "
                  "return secrets); an engineer must approve it.")
 
 
-def _unlisted(path: list[str], argv: tuple[str, ...]) -> Verdict:
+def _never(rule: str, argv: tuple[str, ...], why: str) -> Verdict:
+    return make_verdict(rule, f"Ghost will not offer this for approval: {why}; ask the "
+                        "engineer to run it themselves.", argv)
+
+
+#: Verbs that mint or hand out a credential (a SAS token, a key).
+_MINTING: Final = ("generate-sas", "generate-key", "create-sas", "get-sas", "keys renew",
+                   "regenerate", "renew-key")
+#: Top-level network resources: deleting one is not a remediation (its rules, routes, records
+#: and the captures are).
+_NETWORK_SUBRESOURCE_MIN: Final = 4
+
+
+def _network_wipe(path: list[str], argv: tuple[str, ...]) -> Verdict | None:
+    """az forms of a firewall wipe: deny-all NSG rules, black-holed default routes, deletes."""
+    words = [w.lower() for w in argv]
+
+    def value(*names: str) -> str:
+        for index, word in enumerate(words[:-1]):
+            if word.partition("=")[0] in names:
+                return word.partition("=")[2] or words[index + 1]
+        return ""
+
+    shown = " ".join(path)
+    if path[-1] == "delete" and path[0] == "network" and len(path) < _NETWORK_SUBRESOURCE_MIN:
+        return _never("T0.az_not_approvable", argv, f"az {shown} deletes a whole network "
+                      "resource (its rules, routes and records can be changed instead)")
+    if path[:3] == ["network", "nsg", "rule"] and path[-1] in ("create", "update"):
+        ports = value("--destination-port-ranges", "--destination-port-range")
+        source = value("--source-address-prefixes", "--source-address-prefix")
+        if value("--access") == "deny" and ports in ("*", "0-65535") and source in (
+                "", "*", "any", "internet", "0.0.0.0/0"):
+            return _never("T0.host_destruction", argv, "an NSG rule that denies every port "
+                          "from everywhere cuts the resources off")
+    if path[:3] == ["network", "route-table", "route"] and path[-1] in ("create", "update"):
+        if value("--address-prefix") in ("0.0.0.0/0", "::/0") and value(
+                "--next-hop-type") == "none":
+            return _never("T0.host_destruction", argv, "a default route to None drops all "
+                          "outbound traffic of the subnet")
+    return None
+
+
+def _unlisted(path: list[str], argv: tuple[str, ...], ctx: Context) -> Verdict:
     verb = path[-1]
     shown = " ".join(path)
     secret = _secret_word(path)
+    if any(m in " ".join(path) for m in _MINTING):
+        return _never("T0.az_credentials", argv, f"az {shown} mints a credential (a SAS "
+                      "token or a key)")
+    if verb in _MUTATING or any(len(path) >= 2 and (path[-2], verb) == pair
+                                for pair in _STATEFUL_READS):
+        if secret is None and approvable_write(tuple(path)):
+            return _network_wipe(path, argv) or _approvable_write(path, argv, ctx)
+        return _never("T0.az_not_approvable", argv, f"az {shown} changes state, and only "
+                      "network resources, VM power, packet captures and their blobs are "
+                      "offered for approval")
     if secret is not None:
         return risky("T2.az_secret_read", argv, f"az {shown}: '{secret}' returns or handles "
                      "keys, secrets, SAS tokens, connection strings or credentials.")
-    if verb in _MUTATING or any(len(path) >= 2 and (path[-2], verb) == pair
-                                for pair in _STATEFUL_READS):
-        return risky("T2.az_mutating_verb", argv, f"Tier 2: Azure verb '{verb}' changes state "
-                     "(or moves data); an engineer must approve it.")
     if len(path) >= 2 and (verb in _READ_VERBS or verb.startswith(_READ_PREFIXES)):
         return risky("T2.az_unlisted_read", argv, f"az {shown} is not on the list of reads "
                      "known to return no secrets; an engineer must approve it (its output is "
                      "still redacted).")
-    return risky("T2.az_unknown_verb", argv, f"Tier 2: Azure verb '{verb}' is not a known read "
-                 "verb.")
+    return _never("T0.az_not_approvable", argv, f"az {shown}: '{verb}' is not a verb the gate "
+                  "knows")
+
+
+def _approvable_write(path: list[str], argv: tuple[str, ...], ctx: Context) -> Verdict:
+    shown = " ".join(path)
+    for index, word in enumerate(argv):
+        if word.partition("=")[0] in ("--file", "-f") and tuple(path[:2]) == ("storage",
+                                                                             "blob"):
+            value = word.partition("=")[2] or (argv[index + 1] if index + 1 < len(argv)
+                                                else "")
+            bad = _download_target(value, argv, ctx, approvable=True)
+            if bad is not None:
+                return bad
+    return risky("T2.az_mutating_verb", argv, f"az {shown} changes state: an engineer must "
+                 "approve it (Ghost offers only changes to network resources, VM power, packet "
+                 "captures and their blobs).")
+
+
+def _download_target(value: str, argv: tuple[str, ...], ctx: Context, *,
+                     approvable: bool) -> Verdict | None:
+    """Where `az storage blob download --file` writes: SAFE only inside Ghost's data dir."""
+    low = value.lower()
+    if low.startswith(("/dev/", "/etc/", "/proc/", "/sys/", "/boot/", "/usr/", "/bin/",
+                       "/sbin/", "/lib", "/root/")) and value != "/dev/stdout":
+        return _never("T0.protected_write", argv, f"the blob would be written to "
+                      f"{value[:60]!r}, a system location")
+    if ".." in value.split("/") or "//" in value:
+        return _never("T0.protected_write", argv, f"the target {value[:60]!r} is spelled with "
+                      "'..' or '//'")
+    if approvable:
+        return None
+    if value in ("/dev/stdout", "-"):
+        return None
+    if ctx.data_dir is None or resolve_under(value, ctx.data_dir, ctx.cwd) is None:
+        return risky("T1.path_outside_data_dir", argv, f"az storage blob download writes "
+                     f"{value[:60]!r} outside Ghost's data directory; an engineer must "
+                     "approve it.")
+    return None
 
 
 def _option_hint(opts: list[str], path: list[str], argv: tuple[str, ...]) -> Verdict | None:
-    """For a command that is RISKY anyway, the rule that best says why an option matters."""
+    """For an unlisted read, the option that best says why it needs approval."""
+    if path[-1] in _MUTATING:
+        return None
     for word in opts:
-        name, eq, value = word.partition("=")
-        if word.startswith("@") or value.startswith("@"):
-            return risky("T2.az_file_argument", argv, f"az loads {word[:60]!r} from a local "
-                         "file (the @file syntax); an engineer must approve.")
-        lname = name.lower()
-        if not lname.startswith("-") or _option_name(word, path) is not None:
-            continue
+        lname = word.partition("=")[0].lower()
         if len(lname) >= 5 and "--debug".startswith(lname):
             return risky("T2.az_debug", argv, "az --debug prints raw HTTP traffic.")
-        if any(m in lname for m in _SECRET_ARG_MARKERS) or lname in ("--show-values",
-                                                                        "--show-secrets"):
+        if lname in ("--show-values", "--show-secrets") or (
+                lname.startswith("--") and any(m in lname for m in _REVEAL_MARKERS)
+                and _option_name(word, path) is None):
             return _unknown_option(lname, path, argv)
     return None
 
@@ -168,9 +251,11 @@ def _check_value(name: str, value: str, path: list[str], argv: tuple[str, ...]) 
     return None
 
 
-def _check_options(opts: list[str], path: list[str], argv: tuple[str, ...]) -> Verdict | None:
+def _check_options(opts: list[str], path: list[str], argv: tuple[str, ...],
+                   ctx: Context) -> Verdict | None:
     index = 0
     seen: set[str] = set()
+    given: dict[str, str] = {}
     while index < len(opts):
         word = opts[index]
         index += 1
@@ -178,6 +263,8 @@ def _check_options(opts: list[str], path: list[str], argv: tuple[str, ...]) -> V
             return risky("T1.bad_value", argv, f"az argument {word[:60]!r} belongs to no "
                          "option.")
         name = _option_name(word, path)
+        if name in PATH_ONLY_OPTIONS and tuple(path) != PATH_ONLY_OPTIONS[name]:
+            name = None
         if name is None:
             lname = word.partition("=")[0].lower()
             if len(lname) >= 5 and "--debug".startswith(lname):
@@ -205,6 +292,16 @@ def _check_options(opts: list[str], path: list[str], argv: tuple[str, ...]) -> V
             bad = _check_value(name, value, path, argv)
             if bad is not None:
                 return bad
+            if name == "--file":
+                bad = _download_target(value, argv, ctx, approvable=False)
+                if bad is not None:
+                    return bad
+            given[name] = value
+    required = REQUIRED_VALUES.get(tuple(path))
+    if required is not None and given.get(required[0], "").lower() != required[1]:
+        return risky("T2.az_secret_read", argv, f"az {' '.join(path)} without {required[0]} "
+                     f"{required[1]} reads the storage account key first; add {required[0]} "
+                     f"{required[1]} and it runs without approval.")
     if path[:2] == ["resource", "show"] and "--ids" not in seen and (
             "--resource-type" not in seen or "--namespace" in seen or "--parent" in seen):
         return risky("T2.az_secret_read", argv, "az resource show reads any resource: give "
@@ -212,15 +309,69 @@ def _check_options(opts: list[str], path: list[str], argv: tuple[str, ...]) -> V
     return None
 
 
+_SECRET_OPTION_RE: Final = re.compile(
+    r"^--?(?:[a-z0-9-]*(?:password|passwd|secret|sas-token|account-key|connection-string|"
+    r"access-key|shared-key|client-cert|certificate-password|pfx)[a-z0-9-]*|p|[a-z0-9-]*-key"
+    r"|key|value|token|[a-z0-9-]*-token)(?:=|$)", re.IGNORECASE)
+_NOT_SECRET_OPTIONS: Final = frozenset({"--skip-token", "--continuation-token", "--next-token",
+                                        "--public-key", "--ssh-key-value", "--key-name",
+                                        "--key-vault", "--partition-key", "--ssh-key-values",
+                                        "--key-type", "--key-source", "--row-key"})
+_SECRET_VALUE_RE: Final = re.compile(
+    r"(?i)(?:accountkey|sharedaccesskey|sharedaccesssignature|password|pwd)=|[?&]sig=")
+_REST_READ_METHODS: Final = frozenset({"get", "head"})
+_LIST_ACTION_RE: Final = re.compile(r"(?i)/(?:list[a-z0-9]+|regenerate[a-z0-9]*|"
+                                    r"get(?:secrets?|token|credentials?|keys?)[a-z0-9]*)"
+                                    r"(?:[/?#]|$)")
+
+
+def _secret_argument(args: list[str]) -> str | None:
+    for word in args:
+        if word.startswith("-"):
+            name = word.partition("=")[0].lower()
+            if (_SECRET_OPTION_RE.match(name) and name not in _NOT_SECRET_OPTIONS
+                    and not name.startswith(("--show-", "--include-", "--with-", "--reveal",
+                                             "--expose", "--list-", "--no-"))):
+                return name
+        if _SECRET_VALUE_RE.search(word):
+            return word[:30] + "…"
+    return None
+
+
+def _rest(args: list[str], argv: tuple[str, ...]) -> Verdict:
+    method, url, body = "get", "", False
+    for index, word in enumerate(args):
+        name, eq, value = word.partition("=")
+        if not eq and index + 1 < len(args):
+            value = args[index + 1]
+        if name in ("--method", "-m"):
+            method = value.lower()
+        elif name in ("--url", "--uri", "-u"):
+            url = value
+        elif name in ("--body", "-b"):
+            body = True
+    if method not in _REST_READ_METHODS or body:
+        return _never("T0.az_rest_write", argv, f"az rest --method {method} sends a request "
+                      "that changes state (a side door to run-command and every other write)")
+    segments = {seg.lower() for seg in url.split("?")[0].split("/")}
+    if _LIST_ACTION_RE.search(url) or "credential" in url.lower() or segments & {
+            "secrets", "keys", "token", "tokens", "sharedkey", "password", "passwords",
+            "publishxml", "accessprofiles"}:
+        return _never("T0.az_credentials", argv, "az rest calls a list* or credential action, "
+                      "which returns keys or credentials")
+    return risky("T2.az_rest", argv, "az rest GET sends an arbitrary read to ARM or Graph; an "
+                 "engineer must approve it.")
+
+
 def classify_az(argv: tuple[str, ...], ctx: Context) -> Verdict:
     args = list(argv[1:])
     if args in (["--version"], ["--help"], ["-h"], ["version"]):
         return _az_read(argv, args[0])
     if not args:
-        return risky("T2.az_bad_path", argv, "az with no command.")
+        return risky("T2.az_unlisted_read", argv, "az with no command prints its help.")
     if args[0].startswith("-"):
-        return risky("T2.az_leading_option", argv, f"az option {args[0]!r} comes before the "
-                     "command group; put the command first so the gate can see the verb.")
+        return _never("T0.az_not_approvable", argv, f"az option {args[0][:30]!r} comes before "
+                      "the command group; put the command first so the gate can see the verb")
     path: list[str] = []
     for word in args:
         if word.startswith("-"):
@@ -228,16 +379,29 @@ def classify_az(argv: tuple[str, ...], ctx: Context) -> Verdict:
         path.append(word)
     opts = args[len(path):]
     if not all(_PATH_WORD_RE.match(w) for w in path) or len(path) > 7:
-        return risky("T2.az_bad_path", argv, f"az command path {' '.join(path)[:80]!r} is not "
-                     "plain lowercase words.")
-    if path[0] == "rest":
-        return risky("T2.az_rest", argv, "az rest sends an arbitrary request to ARM or Graph "
-                     "(any method, any body); an engineer must approve it.")
+        return _never("T0.az_not_approvable", argv, f"az command path "
+                      f"{' '.join(path)[:80]!r} is not plain lowercase words")
     if path == ["vm", "run-command", "invoke"]:
         return _vm_probe(argv)
+    secret = _secret_argument(opts)
+    if secret is not None:
+        return _never("T0.az_secret_argument", argv, f"{secret} puts a password, key, SAS "
+                      "token or connection string on the command line, where it would be "
+                      "stored and shown")
+    if any(w.startswith("@") or w.partition("=")[2].startswith("@") for w in opts):
+        return _never("T0.az_not_approvable", argv, "an @file value is loaded from a local "
+                      "file the gate cannot read; put the value on the command line")
+    if path[0] == "rest":
+        return _rest(opts, argv)
+    if "federated-credential" in path:
+        return _never("T0.az_credentials", argv, "federated credentials let an outside "
+                      "identity sign in as this one")
+    if path[:2] == ["resource", "invoke-action"]:
+        return _never("T0.az_remote_exec", argv, "az resource invoke-action calls any ARM "
+                      "action (runCommand, listKeys ...)")
     if tuple(path) not in CLEAN_READS:
-        return _option_hint(opts, path, argv) or _unlisted(path, argv)
-    bad = _check_options(opts, path, argv)
+        return _option_hint(opts, path, argv) or _unlisted(path, argv, ctx)
+    bad = _check_options(opts, path, argv, ctx)
     if bad:
         return bad
     return _az_read(argv, " ".join(path))

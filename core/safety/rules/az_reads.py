@@ -34,6 +34,7 @@ network lb inbound-nat-rule: list show
 network lb outbound-rule: list show
 network application-gateway: list show show-backend-health
 network private-endpoint: list show
+network private-endpoint dns-zone-group: list show
 network private-endpoint-connection: list show
 network private-link-service: list show
 network private-dns zone: list show
@@ -61,8 +62,16 @@ network nat gateway: list show
 network asg: list show
 network bastion: list show
 network firewall: list show
+network firewall ip-config: list show
+network firewall network-rule: list
+network firewall network-rule collection: list show
+network firewall application-rule: list
+network firewall application-rule collection: list show
+network firewall nat-rule: list
+network firewall nat-rule collection: list show
 network firewall policy: list show
 network firewall policy rule-collection-group: list show
+network firewall policy rule-collection-group collection: list
 network vnet-gateway: list show list-bgp-peer-status list-learned-routes list-advertised-routes
 network vnet-gateway vpn-client: show-health
 network local-gateway: list show
@@ -82,6 +91,7 @@ network watcher troubleshooting: show
 network: list-usages list-service-tags
 vm: list show get-instance-view list-ip-addresses list-sizes list-skus
 vm nic: list show
+vm extension: list show
 vmss: list show list-instances get-instance-view
 vmss nic: list list-vm-nics
 group: list show exists
@@ -107,6 +117,9 @@ keyvault: list show
 keyvault network-rule: list
 keyvault certificate: list show
 storage container: exists
+storage blob: list download
+role assignment: list
+lock: list show
 webapp: list show
 webapp config: show
 webapp config access-restriction: show
@@ -114,6 +127,26 @@ webapp vnet-integration: list
 functionapp: list show
 acr: list show
 """
+
+
+#: The changes an engineer may approve: network resources, VM power, packet captures and their
+#: blobs, flow logs (under `network`), and the blob download of a capture. Anything else that
+#: changes state is never offered (T0.az_not_approvable); the run-command probes have their own
+#: rule (vm_probe.py).
+_WRITES: Final = """
+vm: start stop deallocate restart redeploy reapply
+vmss: start stop deallocate restart
+vm nic: add remove set
+storage blob: delete download
+"""
+NETWORK_WRITE_VERBS: Final = frozenset({
+    "create", "update", "delete", "set", "add", "remove", "add-record", "remove-record",
+    "start", "stop", "configure", "reset", "add-ip-config", "remove-ip-config",
+})
+#: Network groups whose writes set or hand out secrets (a VPN pre-shared key, VPN client
+#: packages) or open sessions (Bastion): not approvable.
+NETWORK_WRITE_EXCLUDED: Final = frozenset({"shared-key", "vpn-client", "bastion",
+                                           "vpn-server-config", "p2s-vpn-gateway"})
 
 
 def _parse(table: str) -> frozenset[tuple[str, ...]]:
@@ -126,9 +159,20 @@ def _parse(table: str) -> frozenset[tuple[str, ...]]:
 
 
 CLEAN_READS: Final = _parse(_TABLE)
+APPROVABLE_WRITES: Final = _parse(_WRITES)
+
+
+def approvable_write(path: tuple[str, ...]) -> bool:
+    """Is `az PATH` a change an engineer may approve?"""
+    if path in APPROVABLE_WRITES:
+        return True
+    return (len(path) >= 3 and path[0] == "network" and path[-1] in NETWORK_WRITE_VERBS
+            and not NETWORK_WRITE_EXCLUDED & set(path))
 
 #: Options that only select what to read or how to print it, for every clean read.
-FLAG_OPTIONS: Final = frozenset({"--only-show-errors", "--all", "--show-details"})
+FLAG_OPTIONS: Final = frozenset({"--only-show-errors", "--all", "--show-details",
+                                 "--include-default", "--include-inherited", "--include-groups",
+                                 "--no-progress", "--overwrite", "--show-next-marker"})
 VALUE_OPTIONS: Final = frozenset({
     "--resource-group", "--name", "--ids", "--subscription", "--output", "--query", "--location",
     "--vnet-name", "--nsg-name", "--route-table-name", "--zone-name", "--lb-name",
@@ -145,8 +189,25 @@ VALUE_OPTIONS: Final = frozenset({
     "--dns-resolver-name", "--ruleset-name", "--rcg-name", "--collection-group-name",
     "--ip-config-name", "--gateway", "--peer", "--preferred-ip-version", "--protocol-type",
     "--vm-name", "--dns-resolver", "--forwarding-ruleset-name", "--workspace",
-    "--vault-name", "--account-name", "--auth-mode",
+    "--vault-name", "--account-name", "--auth-mode", "--id", "--slot", "--firewall-name",
+    "--collection-name", "--endpoint-name", "--container-name", "--prefix", "--num-results",
+    "--marker", "--include", "--delimiter", "--file", "--assignee", "--scope", "--role",
+    "--filter-string", "--lock-name", "--resource-name", "--resource-namespace",
+    "--parent-resource-path", "--assignee-object-id", "--start-range", "--end-range",
+    "--max-connections", "--vm-extension-name",
 })
+#: Options a clean read takes only on some paths (elsewhere they are not selectors).
+PATH_ONLY_OPTIONS: Final = {"--file": ("storage", "blob", "download"),
+                            "--start-range": ("storage", "blob", "download"),
+                            "--end-range": ("storage", "blob", "download"),
+                            "--overwrite": ("storage", "blob", "download"),
+                            "--max-connections": ("storage", "blob", "download")}
+#: Reads that are clean only with an option set to a value: blob reads with `--auth-mode key`
+#: (the default with no login) fetch the account key first.
+REQUIRED_VALUES: Final[dict[tuple[str, ...], tuple[str, str]]] = {
+    ("storage", "blob", "list"): ("--auth-mode", "login"),
+    ("storage", "blob", "download"): ("--auth-mode", "login"),
+}
 #: Long spellings that azure-cli documents as aliases of the names above.
 ALIASES: Final = {"--out": "--output", "--resource-group-name": "--resource-group",
                   "--ip": "--ip-address", "--vnet-gateway": "--gateway-name"}
@@ -155,6 +216,9 @@ SHORT_OPTIONS: Final = {"-g": "--resource-group", "-n": "--name", "-o": "--outpu
                         "-l": "--location"}
 GROUP_SHORT_OPTIONS: Final = {
     ("vm", "-d"): "--show-details",
+    ("firewall", "-f"): "--firewall-name",
+    ("storage", "-c"): "--container-name",
+    ("storage", "-f"): "--file",
     ("private-dns", "-z"): "--zone-name",
     ("dns", "-z"): "--zone-name",
     ("graph", "-q"): "--graph-query",

@@ -12,13 +12,18 @@ from pathlib import Path
 from core.safety.options import OptionSpec, any_value, int_range, parse_options
 from core.safety.paths import resolve_under
 from core.safety.rules.base import Context, allowed, risky
-from core.safety.verdict import Verdict
+from core.safety.tier0_classes import credential_path
+from core.safety.verdict import Verdict, make_verdict
 
 
 def _check_path(program: str, path: str, ctx: Context, argv: tuple[str, ...]) -> Verdict | None:
     if ctx.data_dir is None:
         return risky("T1.no_data_dir", argv, f"{program} reads or writes files, and no data "
                      "directory is configured to confine it; an engineer must approve.")
+    if credential_path(path.lower()):
+        return make_verdict("T0.credential_store", f"Refused (T0.credential_store): "
+                            f"{path[:80]!r} is a credential store by its name, even inside the "
+                            "data directory. This is never allowed, even with approval.", argv)
     if path in ("", "-") or ".." in Path(path).parts:
         return risky("T1.path_outside_data_dir", argv, f"{program}: path {path[:80]!r} uses "
                      "'..' or stdin; use a plain path inside the data directory.")

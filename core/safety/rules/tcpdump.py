@@ -1,4 +1,7 @@
-"""tcpdump: a bounded capture printed to stdout at default verbosity, or listing interfaces.
+"""tcpdump: listing interfaces is SAFE; a capture on the host never is (it shows traffic).
+
+A bounded capture printed to stdout at default verbosity is RISKY (T1.host_capture): an engineer
+approves it. The rest of this module says why other forms are riskier still.
 
 -z runs a program (Tier 0), -w/-r/-F/-V touch files, -A/-X print payloads that can carry
 credentials; a capture needs -c so it ends by itself. tcpdump is not headers-only even without
@@ -69,4 +72,6 @@ def classify_tcpdump(argv: tuple[str, ...], ctx: Context) -> Verdict:
         if not _FILTER_RE.match(word):
             return risky("T1.bad_value", argv, f"tcpdump filter word {word[:40]!r} is not a "
                          "plain filter expression.")
-    return allowed(argv, "bounded header capture")
+    return risky("T1.host_capture", argv, "tcpdump captures traffic on this host, and a "
+                 "capture shows what the traffic carries; an engineer must approve it (or use "
+                 "capture_traffic, a managed Network Watcher capture).")

@@ -12,13 +12,31 @@ arguments. Anything else stays FORBIDDEN; this module only says whether the form
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final
 
-from core.safety.lexer import strict_lex
+from core.safety.lexer import shlex_agrees, strict_lex
+from core.safety.rules.base import Context
+from core.safety.rules.curl import classify_curl
+from core.safety.rules.iproute import classify_ip, classify_netstat, classify_ss
+from core.safety.rules.probes import (
+    classify_dig,
+    classify_host,
+    classify_mtr,
+    classify_nslookup,
+    classify_ping,
+    classify_tracepath,
+    classify_traceroute,
+)
+from core.safety.verdict import Verdict
 
-#: Probes whose own verdict on this machine decides (the gate's SAFE options only).
-_GATED_PROBES: Final = frozenset({"ping", "dig", "nslookup", "host", "ss", "ip", "curl",
-                                  "traceroute", "tracepath", "mtr", "netstat"})
+#: Probes whose own rule decides: only the options the gate calls SAFE on this machine.
+_GATED_PROBES: Final[dict[str, Callable[[tuple[str, ...], Context], Verdict]]] = {
+    "ping": classify_ping, "dig": classify_dig, "nslookup": classify_nslookup,
+    "host": classify_host, "ss": classify_ss, "ip": classify_ip, "curl": classify_curl,
+    "traceroute": classify_traceroute, "tracepath": classify_tracepath, "mtr": classify_mtr,
+    "netstat": classify_netstat,
+}
 #: Probes with no state-changing options at all, given at most these arguments.
 _PLAIN: Final = {"uptime": frozenset(), "hostname": frozenset({"-I", "-i", "-f"}),
                  "free": frozenset({"-h", "-m", "-g"}), "df": frozenset({"-h"})}
@@ -83,13 +101,14 @@ def vm_probe_problem(rest: list[str]) -> str | None:
 
 def _line_problem(line: str) -> str | None:
     lex = strict_lex(line)
-    if lex.unbalanced or lex.hazards or not lex.words:
-        return "only one simple command per line (no operators, expansions or redirections)"
+    if (lex.unbalanced or lex.hazards or not lex.words or lex.patterns or lex.program_quoted
+            or not shlex_agrees(line, lex.words)):
+        return ("only one simple command per line (no operators, expansions, redirections or "
+                "unquoted patterns)")
     program, args = lex.words[0], lex.words[1:]
-    if program in _GATED_PROBES:
-        from core.safety.classify import classify  # classify imports the rules: import late
-
-        verdict = classify(line)
+    rule = _GATED_PROBES.get(program)
+    if rule is not None:
+        verdict = rule(tuple(lex.words), Context())
         if verdict.classification == "SAFE":
             return None
         return f"{program} with these options is not a read-only probe ({verdict.rule})"

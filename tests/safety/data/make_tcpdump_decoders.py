@@ -1,11 +1,13 @@
-"""Make real tcpdump decoder output: run as `unshare -n python make_tcpdump_decoders.py [-v]`.
+"""Make real tcpdump output: run as `unshare -n python make_tcpdump_decoders.py [-v|-A|-X]`.
 
 Inside the fresh network namespace it brings `lo` up, starts servers on the loopback ports of
 RESP (6379), FTP, SMTP, POP3, IMAP, HTTP and SIP that answer `+OK`, starts `tcpdump -i lo -n -l
 -c 200 --immediate-mode [-v]`, sends each protocol's login with a known fake credential (and
 an SNMPv2c get-request with community "SnmpS3cret"), and prints what tcpdump printed.
 `tcpdump_decoders_default.txt` and `tcpdump_decoders_verbose.txt` beside this file were made
-this way with tcpdump 4.99.3 / libpcap 1.10.3.
+this way with tcpdump 4.99.3 / libpcap 1.10.3; `tcpdump_payload_A.txt` and
+`tcpdump_payload_X.txt` (issue 28) with -A and -X, which print the payload bytes themselves: a
+RESP password alone on the line after its length, a bearer token split across hex-dump lines.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ SESSIONS: tuple[tuple[int, tuple[bytes, ...]], ...] = (
           b"User-Agent: curl/8\r\n\r\n",)),
     (5060, (b"REGISTER sip:x SIP/2.0\r\nAuthorization: Digest username=\"alice\", "
             b"response=\"0123456789abcdef0123456789abcdef\"\r\n\r\n",)),
+    (6379, (b"*2\r\n$4\r\nAUTH\r\n$17\r\nRespLongS3cret_17\r\n",)),
+    (80, (b"GET /api HTTP/1.1\r\nHost: api\r\nAuthorization: Bearer "
+          b"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnaG9zdC10ZXN0In0.QmVhcmVyUzNjcmV0U2lnbmF0dXJl\r\n"
+          b"\r\n",)),
 )
 
 
@@ -87,9 +93,9 @@ def main() -> None:
         _serve(port)
     snmp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     snmp.bind(("127.0.0.1", 161))
-    verbose = sys.argv[1:] == ["-v"]
+    mode = [a for a in sys.argv[1:] if a in ("-v", "-A", "-X")]
     command = ["tcpdump", "-i", "lo", "-n", "-l", "-c", "200", "--immediate-mode"]
-    tcpdump = subprocess.Popen(command + (["-v"] if verbose else []), stdout=subprocess.PIPE,
+    tcpdump = subprocess.Popen(command + mode, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
     time.sleep(1.0)
     for port, payloads in SESSIONS:
