@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from core.engine.loop import Engine
     from core.orchestrator.backend import CaptureBackend
     from core.orchestrator.orchestrator import CloudOrchestrator
+    from core.orchestrator.orphans import Liveness
     from core.safety.approval import ApprovalPolicy, Approver
     from core.safety.shell import SafeExecShell
 
@@ -83,21 +84,40 @@ def build_orchestrator(settings: Settings, store: Store, shell: SafeExecShell,
 
 
 
-def session_is_live(store: Store, session_id: str) -> bool:
-    """A chat investigation lives while its status says so; a terminal one only while its
-    process renews its lease (a `ghost investigate` killed with -9 leaves orphans)."""
+def session_is_live(store: Store, session_id: str) -> Liveness:
+    """Whether an investigation may still run, for the orphan scan.
+
+    A chat or ``--detach`` investigation lives while its status says so (a dead worker's
+    investigation is taken over by another). A terminal one lives only while its process
+    does: its lease lapsed, or it was held by a `ghost investigate` on this host whose process
+    is gone (killed with -9; its PID free or reused), and it is dead at once, with the session
+    and process named. A holder on another host cannot be asked: until its lease expires its
+    tasks are reported as maybe still running, never hidden and never cleaned up from here."""
+    from bot.terminal import holders
     from core.errors import UnknownInvestigation
-    from core.session_state import utc_now
+    from core.orchestrator.orphans import Liveness
 
     try:
         inv = store.get_investigation(session_id)
     except UnknownInvestigation:
-        return False
+        return Liveness(False, f"investigation {session_id} no longer exists")
     if inv.status not in LIVE_STATUSES:
-        return False
+        return Liveness(False)
     if inv.platform != "terminal":
-        return True
-    return bool(inv.lease_owner and inv.lease_expires_at and inv.lease_expires_at > utc_now())
+        return Liveness(True)
+    holder = holders.parse(inv.lease_owner)
+    expires = inv.lease_expires_at
+    if holder is None or expires is None or expires <= store.clock():
+        who = holder.describe() if holder else "its `ghost investigate`"
+        return Liveness(False, f"{who} stopped renewing its lease"
+                        + (f" at {holders.expiry_words(expires)}" if expires else ""))
+    if holders.is_gone(holder):
+        return Liveness(False, f"{holder.describe()} is no longer running (killed or crashed)")
+    if not holder.local:
+        return Liveness(True, f"held by {holder.describe()}, which this host cannot check; "
+                        f"its lease runs until {holders.expiry_words(expires)}", remote=True,
+                        lease_expires_at=holders.expiry_words(expires))
+    return Liveness(True)
 
 
 def build_engine(

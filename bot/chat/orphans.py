@@ -22,7 +22,14 @@ from typing import Any, Protocol
 
 from bot.chat.notifier import ChatNotifier
 from bot.chat.ports import ChatPort, Thread
-from core.engine.startup import OrphanBuckets, classify_orphans, clean_up, orphan_path
+from core.engine.startup import (
+    OrphanBuckets,
+    classify_orphans,
+    clean_up,
+    held_elsewhere,
+    orphan_detail,
+    orphan_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +52,9 @@ class OrphanReport:
     choice: str | None  # None (offered) | clean | skip | review
     actor: str | None
     warnings: tuple[str, ...] = ()
+    #: which session and process left an abandoned task ("ghost_x: session S: `ghost
+    #: investigate` (pid 4242 on host-a) is no longer running")
+    notes: tuple[str, ...] = ()
 
     @property
     def manual(self) -> tuple[str, ...]:
@@ -66,6 +76,12 @@ def rows_of(buckets: OrphanBuckets) -> list[list[str]]:
     rows += [["untracked Azure capture", str(c.get("name"))] for c in buckets.untracked_azure]
     rows += [["stale local file", str(f.get("path"))] for f in buckets.stale_local_files]
     return rows
+
+
+def notes_of(buckets: OrphanBuckets) -> list[str]:
+    """Who left each abandoned task: its session and, when known, its dead process."""
+    return [f"{t.get('task_id')}: {orphan_detail(t)}" for t in buckets.abandoned_tasks
+            if orphan_detail(t)]
 
 
 class _Recorder:
@@ -131,6 +147,10 @@ class OrphanDesk:
             return
         buckets = classify_orphans(report, session_id)
         warnings = [str(e) for e in (report.get("orphans") or {}).get("errors") or []]
+        if buckets.maybe_running and port is not None:  # reported, never cleaned from here
+            self._notice(session_id, "Captures that may still be running (their investigation "
+                         "is held on another host, so Ghost cannot check it from here):\n" +
+                         "\n".join(f"• {held_elsewhere(t)}" for t in buckets.maybe_running))
         if buckets.total == 0:
             self._set(session_id, state="none", warnings=warnings)
             if port is not None:
@@ -141,7 +161,8 @@ class OrphanDesk:
                     else "No orphaned resources found.")
             return
         self._set(session_id, state="offered", buckets=asdict(buckets),
-                  rows=rows_of(buckets), status={}, waiting={}, warnings=warnings)
+                  rows=rows_of(buckets), status={}, waiting={}, warnings=warnings,
+                  notes=notes_of(buckets))
         if port is None:
             return
         report_view = self.report(session_id)
@@ -150,7 +171,8 @@ class OrphanDesk:
             self._set(session_id, ref=ref)
         else:  # a platform without buttons for it: the list, and the terminal's advice
             self._notice(session_id, "Orphaned resources from earlier investigations:\n" +
-                         "\n".join(f"• {r.kind}: {r.name}" for r in report_view.rows))
+                         "\n".join(f"• {r.kind}: {r.name}" for r in report_view.rows) +
+                         "".join(f"\n  ({n})" for n in report_view.notes))
 
     def report(self, session_id: str) -> OrphanReport:
         data = self._data(session_id)
@@ -161,7 +183,8 @@ class OrphanDesk:
         return OrphanReport(session_id=session_id, rows=rows,
                             choice=state if state in ("clean", "skip", "review") else None,
                             actor=data.get("actor"),
-                            warnings=tuple(data.get("warnings") or ()))
+                            warnings=tuple(data.get("warnings") or ()),
+                            notes=tuple(data.get("notes") or ()))
 
     # ------------------------------------------------------------------ choices
     def choose(self, session_id: str, actor: str, choice: str) -> str | None:

@@ -254,6 +254,8 @@ def orphan_report(report: OrphanReport) -> tuple[Blocks, str]:
         out.append(section("🛠️ *Needs manual deletion* (partial cleanup, recorded as "
                            "`manual_cleanup_pending`): " + ", ".join(
                                f"`{escape(n)}`" for n in report.manual)))
+    for note in report.notes[:5]:
+        out.append(context(escape(note)))
     for warning in report.warnings:
         out.append(context(f"Scan incomplete: {escape(warning)}"))
     if report.choice is None:
