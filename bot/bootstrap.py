@@ -7,6 +7,7 @@ of patching anything.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from bot.chat.ports import ChatPort
     from bot.chat.runtime import ChatRuntime
     from bot.terminal import Prompter
-    from core.engine.loop import Engine
+    from core.engine.loop import Engine, OutagePolicy
     from core.orchestrator.backend import CaptureBackend
     from core.orchestrator.orchestrator import CloudOrchestrator
     from core.orchestrator.orphans import Liveness
@@ -166,9 +167,24 @@ def build_engine(
         audit_dir=str(settings.audit_dir),
         sleep=thinking.pausing(_sleep),  # a retry's wait says what failed and which attempt
         prices=settings.prices,
+        outage=outage_policy(settings),  # the terminal waits an outage out in place
     )
     thinking.attempts = engine.retries + 1
     return engine, orchestrator_for
+
+
+#: a chat worker sleeps through the first short waits of a Gemini outage; a longer one is handed
+#: back (the lease is the timer) so its thread serves other investigations meanwhile
+CHAT_INLINE_WAIT_S = 5.0
+
+
+def outage_policy(settings: Settings, *, inline_s: float = math.inf) -> OutagePolicy:
+    """GHOST_GEMINI_OUTAGE_S and GHOST_GEMINI_RETRY_MAX_S as the engine's outage policy."""
+    from core.engine.loop import OutagePolicy
+
+    cap = max(0.01, settings.gemini_retry_max_s)
+    return OutagePolicy(limit_s=max(0.0, settings.gemini_outage_s),
+                        first_wait_s=min(2.0, cap), max_wait_s=cap, inline_s=inline_s)
 
 
 def approval_policy(settings: Settings) -> ApprovalPolicy:
@@ -243,6 +259,7 @@ def build_chat_engine(
         shell_for=shell_for, orchestrator_for=orchestrator_for,
         rca_writer=_lab_noted(settings, store, _rca_writer(settings)), notifier=notifier,
         audit_dir=str(settings.audit_dir), sleep=_sleep, prices=settings.prices,
+        outage=outage_policy(settings, inline_s=CHAT_INLINE_WAIT_S),
     )
     runtime = ChatRuntime(store=store, engine=engine, notifier=notifier, port_for=port_for,
                           shell_for=shell_for, policy=policy, model=model,

@@ -23,13 +23,18 @@ from storage.db import CORRUPTED_JSON, Database
 from storage.models import Investigation
 from storage.turns import add_turn
 
+#: ``priority`` of an investigation a person's decision or answer made runnable: claimed
+#: ahead of model turns, and by the workers' decision lane (migration 0006)
+PRIORITY_HUMAN = 1
 #: Statuses with work for a worker to do; the others wait for a person or are finished.
+#: (``parked``: Gemini stayed unavailable past GHOST_GEMINI_OUTAGE_S; a person resumes it.)
 RUNNABLE_STATUSES = ("queued", "running")
 STATUSES = (
     "queued",
     "running",
     "awaiting_approval",
     "awaiting_user",
+    "parked",
     "completed",
     "cancelled",
     "failed",
@@ -283,8 +288,13 @@ class InvestigationRepo:
                 raise UnknownInvestigation(session_id)
 
     def claim_next(self, owner: str, *, lease_seconds: float = 60.0,
-                   platforms: Collection[str] | None = None) -> InvestigationView | None:
+                   platforms: Collection[str] | None = None,
+                   min_priority: int = 0) -> InvestigationView | None:
         """Lease the next runnable investigation to ``owner``, or return None.
+
+        The highest ``priority`` first (a person just approved or answered it), then the one
+        waiting longest; the claim resets the priority. ``min_priority`` limits the claim to
+        such work (the workers' decision lane).
 
         ``platforms`` limits the claim to investigations a worker can serve: a chat worker
         passes its chat platforms so that it never takes over a ``ghost investigate`` running
@@ -302,9 +312,11 @@ class InvestigationRepo:
             select(Investigation.session_id)
             .where(Investigation.status.in_(RUNNABLE_STATUSES), free,
                    same_kind(self.lab, same_scenario=True))
-            .order_by(Investigation.updated_at)
+            .order_by(Investigation.priority.desc(), Investigation.updated_at)
             .limit(1 if self.db.dialect == "postgresql" else 10)
         )
+        if min_priority > 0:
+            candidates = candidates.where(Investigation.priority >= min_priority)
         if platforms is not None:
             candidates = candidates.where(Investigation.platform.in_(list(platforms)))
         if self.db.dialect == "postgresql":
@@ -314,7 +326,7 @@ class InvestigationRepo:
                 result = s.execute(
                     update(Investigation)
                     .where(Investigation.session_id == sid, free)
-                    .values(lease_owner=owner, lease_expires_at=now + timedelta(
+                    .values(lease_owner=owner, priority=0, lease_expires_at=now + timedelta(
                         seconds=lease_seconds))
                 )
                 if result.rowcount == 1:  # type: ignore[attr-defined]
@@ -438,14 +450,54 @@ class InvestigationRepo:
             row.conversation_ref = ref
             return result
 
-    def requeue(self, session_id: str, *, from_statuses: tuple[str, ...]) -> bool:
-        """Make an investigation runnable again if it is in one of ``from_statuses``."""
+    def requeue(self, session_id: str, *, from_statuses: tuple[str, ...],
+                priority: int = 0) -> bool:
+        """Make an investigation runnable again if it is in one of ``from_statuses``;
+        ``priority`` (:data:`PRIORITY_HUMAN`) puts it ahead of the others' model turns."""
         self.db.ensure_ready()
         with self.db.session() as s, s.begin():
             result = s.execute(
                 update(Investigation)
                 .where(Investigation.session_id == session_id,
                        Investigation.status.in_(from_statuses))
-                .values(status="queued", updated_at=self.clock())
+                .values(status="queued", updated_at=self.clock(),
+                        **({"priority": priority} if priority else {}))
             )
             return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    def waiting_count(self, *, platforms: Collection[str] | None = None,
+                      min_priority: int = 0) -> int:
+        """Runnable investigations no live worker holds (the queue's length)."""
+        from sqlalchemy import func
+
+        self.db.ensure_ready()
+        now = self.clock()
+        query = (select(func.count()).select_from(Investigation)
+                 .where(Investigation.status.in_(RUNNABLE_STATUSES),
+                        or_(Investigation.lease_owner.is_(None),
+                            Investigation.lease_expires_at < now),
+                        Investigation.priority >= min_priority,
+                        same_kind(self.lab, same_scenario=True)))
+        if platforms is not None:
+            query = query.where(Investigation.platform.in_(list(platforms)))
+        with self.db.session() as s:
+            return int(s.scalar(query) or 0)
+
+    def queue_position(self, session_id: str) -> int:
+        """How many investigations not started yet were queued before this one (what its
+        thread root says while it waits: "queued: 3 investigations ahead")."""
+        from sqlalchemy import func
+
+        self.db.ensure_ready()
+        with self.db.session() as s:
+            row = s.get(Investigation, session_id)
+            if row is None:
+                raise UnknownInvestigation(session_id)
+            query = (select(func.count()).select_from(Investigation)
+                     .where(Investigation.status == "queued",
+                            Investigation.created_at < row.created_at,
+                            Investigation.platform == row.platform,
+                            Investigation.session_id != session_id,
+                            Investigation.audit_count == 0,
+                            Investigation.version <= 1))
+            return int(s.scalar(query) or 0)

@@ -16,6 +16,7 @@ from bot.chat.approval_cards import DecisionOutcome, outcome_of
 from bot.chat.ports import Directory
 from core.errors import UnknownInvestigation
 from core.safety.approval import ApprovalPolicy, Decision, DecisionKind, may_decide
+from storage.investigations import PRIORITY_HUMAN
 
 
 class DecisionShell(Protocol):
@@ -98,7 +99,9 @@ class Decider:
         current = self.store.get_approval(request.approval_id)
         if updated is None:
             return self._closed(current)
-        self.store.requeue(approval.session_id, from_statuses=("awaiting_approval",))
+        # a person decided: the command goes ahead of the other investigations' model turns
+        self.store.requeue(approval.session_id, from_statuses=("awaiting_approval",),
+                           priority=PRIORITY_HUMAN)
         outcome = outcome_of(current)
         if kind is DecisionKind.MODIFY and outcome.result == "modified":
             outcome = DecisionOutcome("modified", request.actor, current.decided_at,

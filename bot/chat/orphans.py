@@ -187,35 +187,48 @@ class OrphanDesk:
                             notes=tuple(data.get("notes") or ()))
 
     # ------------------------------------------------------------------ choices
-    def choose(self, session_id: str, actor: str, choice: str) -> str | None:
-        """Clean up / Skip / Review each: the first click wins; a refusal for the others."""
+    def choose(self, session_id: str, actor: str, choice: str,
+               token: str | None = None) -> str | None:
+        """Clean up / Skip / Review each: the first click wins; a refusal for the others.
+        ``token`` (the recorded click's key): applied again after a crash, the click that
+        won finishes its cleanup instead of being refused."""
         def take(ref: dict[str, Any]) -> str | None:
             data = ref.get(KEY) or {}
+            if token and data.get("token") == token:
+                return None  # this very click, applied again: go on where it stopped
             if data.get("state") != "offered":
                 who = f" by {{user:{data['actor']}}}" if data.get("actor") else ""
                 return f"Already handled{who}: {data.get('state') or 'no report'}."
-            data.update(state=choice, actor=actor)
+            data.update(state=choice, actor=actor, token=token)
             return None
 
         refusal: str | None = self.store.change_conversation_ref(session_id, take)
         if refusal is not None:
             return refusal
         self._refresh(session_id)
-        if choice == "clean":
+        if choice == "clean" and not self._data(session_id).get("cleaned"):
             self._clean(session_id, None)
+            self._set(session_id, cleaned=True)
         return None
 
-    def clean_one(self, session_id: str, actor: str, index: int) -> str | None:
-        """Review each: one row's Clean up button."""
+    def clean_one(self, session_id: str, actor: str, index: int,
+                  token: str | None = None) -> str | None:
+        """Review each: one row's Clean up button (``token``: as :meth:`choose`)."""
         def take(ref: dict[str, Any]) -> str | None:
             data = ref.get(KEY) or {}
             rows = data.get("rows") or []
             if data.get("state") != "review" or not 0 <= index < len(rows):
                 return "This orphan report is no longer being reviewed."
             name = rows[index][1]
+            tokens = data.setdefault("row_tokens", {})
+            if token and tokens.get(name) == token and \
+                    (data.get("status") or {}).get(name) == "cleaning":
+                return None  # this very click, applied again before its cleanup recorded
             if (data.get("status") or {}).get(name):
                 return f"{name} is already {data['status'][name]}."
             data.setdefault("status", {})[name] = "cleaning"
+            if token:
+                tokens[name] = token
             return None
 
         refusal: str | None = self.store.change_conversation_ref(session_id, take)

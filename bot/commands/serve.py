@@ -127,6 +127,7 @@ def _background(services: Any, settings: Settings, stop: threading.Event, *,
     from core.session_state import utc_now
 
     runtime = services.runtime
+    runtime.background()  # roots right after the ack; posts sent off the workers' threads
     owner = worker_id("serve" if run_worker else "web")
     jobs = PeriodicJobs(store=services.store, shell_for=runtime.shell_for,
                         close_card=runtime.close_card, owner=owner,

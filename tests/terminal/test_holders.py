@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 from datetime import timedelta
-from typing import Any
 
 from bot.bootstrap import session_is_live
 from bot.terminal import holders
