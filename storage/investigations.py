@@ -20,7 +20,7 @@ from core.session_state import (
 )
 from storage.clock import as_utc
 from storage.db import CORRUPTED_JSON, Database
-from storage.models import Investigation
+from storage.models import ChatEvent, Investigation
 from storage.turns import add_turn
 
 #: ``priority`` of an investigation a person's decision or answer made runnable: claimed
@@ -39,6 +39,10 @@ STATUSES = (
     "cancelled",
     "failed",
 )
+
+
+class AlreadySeen(Exception):  # noqa: N818 - what happened, not an error of the caller
+    """The chat request was recorded before (a redelivery): nothing new was created."""
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,13 @@ class InvestigationRepo:
         lab: str | None = None,
         engine_state: Mapping[str, Any] | None = None,
         turns: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        event_key: str | None = None,
     ) -> InvestigationView:
         """Insert a new investigation with a fresh §8 document.
+
+        ``event_key``: the chat request that asks for it, remembered in the same transaction
+        (``chat_events``); a request seen before raises :class:`AlreadySeen` and creates
+        nothing (Teams redelivers a request whose answer it did not get).
 
         Ids follow the spec (``ghost_YYYYMMDD_HHMMSS``); when two start in the same second the
         later one gets a ``-2``, ``-3``… suffix instead of failing. ``engine_state`` and the
@@ -184,6 +193,12 @@ class InvestigationRepo:
             )
             try:
                 with self.db.session() as s, s.begin():
+                    if event_key is not None:
+                        s.add(ChatEvent(event_key=event_key[:255], received_at=now))
+                        try:
+                            s.flush()
+                        except IntegrityError:
+                            raise AlreadySeen(event_key) from None
                     s.add(row)
                     if turns:
                         s.flush()  # the row exists before its turns reference it

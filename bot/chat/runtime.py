@@ -98,8 +98,10 @@ class ChatRuntime:
         #: Told the requester why the root could not be posted (not invited…): True when the
         #: error is for good; False leaves it queued to try again (the chat front end sets it).
         self.root_refused: Callable[[Any, Exception], bool] = lambda _inv, _exc: False
-        #: acts once on a mention stored before its ack (the chat front end sets it)
-        self.answer_mention: Callable[[str, str], bool] = lambda _sid, _key: False
+        #: applies, once, a request recorded in an investigation's inbox before its ack, per
+        #: platform (each chat front end registers its own); the ``reconcile`` job uses them
+        #: for entries whose process died after the ack
+        self.appliers: dict[str, Callable[[str, str], bool]] = {}
         #: the requests being answered; ``ghost serve`` waits for them on SIGTERM
         self.in_flight = InFlight()
         #: posts a slash command's thread root right after its ack (``background``); None:
@@ -168,7 +170,7 @@ class ChatRuntime:
         """The periodic catch-up: posts owed to threads, unposted cards and RCA uploads
         (``deliver_due``), orphan cleanups whose
         approval was decided but not continued (the clicking process died, or it expired),
-        and mentions acked but not acted on (``answer_mention``)."""
+        and requests acked but not applied (``appliers``)."""
         stale = iso_utc(now - timedelta(seconds=30))
         for inv in self.store.list_investigations(statuses=("awaiting_user",), limit=200):
             # a kill between the engine's save and ``after_advance`` left the prompt unowed
@@ -181,9 +183,10 @@ class ChatRuntime:
         for inv in self.store.list_investigations(limit=200):
             if ((inv.conversation_ref or {}).get("orphans") or {}).get("waiting"):
                 count += self.orphans.continue_waiting(inv.session_id)
+            apply = self.appliers.get(inv.platform)
             for key, item in dict((inv.conversation_ref or {}).get("inbox") or {}).items():
-                if str(item.get("at") or "") < stale:  # acked, then its process died
-                    count += int(self.answer_mention(inv.session_id, key))
+                if apply is not None and str(item.get("at") or "") < stale:
+                    count += int(apply(inv.session_id, key))  # acked, then its process died
         return count
 
     def _port(self, platform: str) -> ChatPort:
@@ -194,22 +197,30 @@ class ChatRuntime:
 
     # ----------------------------------------------------------------- operations
     def accept(self, *, platform: str, channel: str, user: str, symptom: str,
-               reply_to: str | None = None) -> str:
+               reply_to: str | None = None, thread: str | None = None,
+               conversation_ref: dict[str, Any] | None = None,
+               event_key: str | None = None) -> str:
         """Record a slash command whole, before it is acked: one transaction with the row
         (queued), the symptom as the first user turn and "root message not yet posted".
         ``reply_to`` (Slack's response_url) reaches the requester where Ghost cannot post.
-        The worker that claims it posts the root (``open_thread``) and runs it."""
+        The worker that claims it posts the root (``open_thread``) and runs it.
+
+        A request that starts in its own thread (Teams: the mention's post is the root)
+        passes ``thread`` and its ``conversation_ref``; ``event_key`` (the platform's request
+        id) is remembered in the same transaction, so a redelivered request is known after a
+        crash (:class:`storage.chat_events.AlreadySeen`)."""
         from core.engine.history import user_text
         from core.engine.loop import new_engine_state
 
-        ref: dict[str, Any] = {"root": {"state": ROOT_PENDING}}
+        ref: dict[str, Any] = dict(conversation_ref or {})
+        ref["root"] = {"state": ROOT_PENDING, **({"in_thread": True} if thread else {})}
         if reply_to:
             ref["reply_to"] = reply_to
         inv = self.store.create_investigation(
             symptom=symptom, model=self.model, audit_dir=self.audit_dir, requested_by=user,
-            platform=platform, channel_ref=channel, status="queued", conversation_ref=ref,
-            engine_state=new_engine_state(started_at=utc_now()),
-            turns=[("user", user_text(symptom))])
+            platform=platform, channel_ref=channel, thread_ref=thread, status="queued",
+            conversation_ref=ref, engine_state=new_engine_state(started_at=utc_now()),
+            turns=[("user", user_text(symptom))], event_key=event_key)
         return str(inv.session_id)
 
     def opened(self, session_id: str) -> None:
@@ -231,7 +242,10 @@ class ChatRuntime:
         """
         inv = self.store.get_investigation(session_id)
         root = (inv.conversation_ref or {}).get("root") or {}
-        if inv.thread_ref or root.get("state") not in (ROOT_PENDING, ROOT_POSTING):
+        if root.get("state") not in (ROOT_PENDING, ROOT_POSTING):
+            return
+        in_thread = bool(root.get("in_thread"))  # Teams: the thread exists; the status card
+        if inv.thread_ref and not in_thread:      # is its root message
             return
         port = self._port(inv.platform)
         now = utc_now()
@@ -261,9 +275,17 @@ class ChatRuntime:
         port = keyed_port(port, f"root:{session_id}", root.get("state") == ROOT_POSTING)
         try:
             ahead = self.store.queue_position(session_id) if inv.status == "queued" else None
-            ts = port.post_root(str(inv.channel_ref), status_view(inv, ahead=ahead))
+            view = status_view(inv, ahead=ahead)
+            if in_thread:
+                ts = str(port.post_status(inv, view))  # type: ignore[attr-defined]
+            else:
+                ts = port.post_root(str(inv.channel_ref), view)
         except Exception as exc:  # noqa: BLE001 - refused for good, or try again later
             self._root_not_posted(inv, exc)
+            return
+        if in_thread:
+            self.store.change_conversation_ref(session_id, lambda ref: ref.__setitem__(
+                "root", {**(ref.get("root") or {}), "state": "posted", "ts": ts, "at": at}))
             return
         self.store.record_root(session_id, ts, {"state": "posted", "ts": ts, "at": at})
 
@@ -274,6 +296,13 @@ class ChatRuntime:
             return lambda ref: ref.__setitem__("root", {**(ref.get("root") or {}),
                                                         "state": state, "error": why})
 
+        if ((inv.conversation_ref or {}).get("root") or {}).get("in_thread"):
+            # the thread exists (Teams): the investigation goes on; the status card is posted
+            # by the next status refresh that reaches the platform
+            log.warning("could not post the status card of %s (%s: %s); the next status "
+                        "update posts it", sid, type(error).__name__, error)
+            self.store.change_conversation_ref(sid, back("deferred", str(error)[:200]))
+            return
         if self.root_refused(inv, error):  # the requester was told what to fix
             self.store.change_conversation_ref(sid, back(ROOT_REFUSED, str(error)[:200]))
             self.store.set_status(sid, "failed")

@@ -170,7 +170,7 @@ def serve(args: argparse.Namespace) -> int:
     teams = _teams(settings, store, slack)
     services = teams or slack  # the worker's runtime posts to every configured platform
     if teams and slack:  # its reconcile job finds Slack's inbox entries (mentions, clicks)
-        teams.runtime.answer_mention = slack.runtime.answer_mention
+        teams.runtime.appliers.update(slack.runtime.appliers)
     started = _background(services, settings, stop, run_worker=run_worker)
     teams_runner = _serve_teams(teams, args.host, settings.teams_port) if teams else None
     from bot.health import Readiness
@@ -280,6 +280,8 @@ def worker(args: argparse.Namespace) -> int:
             if settings.slack_bot_token or not settings.teams_configured else None
         teams = _teams(settings, store, slack)
         services = teams or slack
+        if teams and slack:
+            teams.runtime.appliers.update(slack.runtime.appliers)
     if args.once:
         from bot.worker import Worker
 

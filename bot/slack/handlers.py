@@ -60,7 +60,7 @@ class Handlers:
         self.port = port
         self.store = runtime.store
         runtime.root_refused = self.root_refused
-        runtime.answer_mention = self.reconcile_entry
+        runtime.appliers[PLATFORM] = self.reconcile_entry
         try:  # the first slash command's record must not pay the schema check (~0.4 s)
             self.store.db.ensure_ready()
         except GhostError:  # reported, one line, by the first request that needs it

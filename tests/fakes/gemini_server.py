@@ -245,7 +245,7 @@ class FakeGemini:
         self.auto_signatures = auto_signatures
         self.record_dir = record_dir
         self.verbose = verbose
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a Responder may switch an outage on (``outage``)
         self._state = _State(queue=deque(responses))
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._httpd.daemon_threads = True
