@@ -187,7 +187,9 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         redelivery finds the id remembered and records nothing (the entry, if not applied
         yet, is applied now by the caller)."""
         key = key or f"teams:{uuid.uuid4().hex}"
-        entry = {**item, "at": iso_utc(utc_now())}
+        clicked = CLICKED_IN.get()  # where it was clicked: whoever applies it later judges
+        entry = {**item, "at": iso_utc(utc_now()),  # membership as the request showed it
+                 **({"channel": clicked[1]} if clicked else {})}
         self.store.remember_event(key, inbox=(session_id, key, entry))
         return key
 
@@ -225,6 +227,19 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
     def apply(self, session_id: str, key: str) -> str | None:
         """Act on a recorded request, then remove it; what to answer (None: nothing, or it
         was applied already). Safe to run again for one entry: every act is idempotent."""
+        item = dict(((self.store.get_investigation(session_id).conversation_ref or {})
+                     .get("inbox") or {}).get(key) or {})
+        clicked = None
+        if item.get("channel") and CLICKED_IN.get() is None:  # the reconcile job's thread:
+            clicked = CLICKED_IN.set((str(item.get("user") or ""),  # membership as the
+                                      str(item["channel"])))        # request showed it
+        try:
+            return self._apply(session_id, key)
+        finally:
+            if clicked is not None:
+                CLICKED_IN.reset(clicked)
+
+    def _apply(self, session_id: str, key: str) -> str | None:
         inv = self.store.get_investigation(session_id)
         item = dict(((inv.conversation_ref or {}).get("inbox") or {}).get(key) or {})
         if not item:
@@ -251,6 +266,8 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         except (NotWaiting, UnknownInvestigation) as exc:
             said = str(exc)
         self._take(session_id, key)
+        if said:
+            log.info("request %s of %s: %s", key, session_id, said)
         return said
 
     def _apply_mention(self, sid: str, key: str, item: dict[str, Any]) -> str:
