@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from bot.chat.status import LIVE_STATUSES
 from bot.settings import Settings, load_settings
+from bot.state import LIVE_STATUSES
 from storage.db import Database
 from storage.store import Store
 

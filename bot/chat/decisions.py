@@ -76,8 +76,8 @@ class Decider:
         groups = frozenset(g for g in self.policy.approvers
                            if g != actor and self.directory.in_group(actor, g))
         member = True
-        if not self.policy.approvers:
-            member = bool(inv.channel_ref) and self.directory.is_member(actor, inv.channel_ref)
+        if not self.policy.approvers:  # (a terminal run has no channel: its directory says)
+            member = self.directory.is_member(actor, inv.channel_ref or "")
         verdict = may_decide(self.policy, actor=actor, actor_groups=groups,
                              investigation_requester=inv.requested_by,
                              modified_by=approval.modified_by, is_channel_member=member)

@@ -78,10 +78,16 @@ def status_view(inv: InvestigationLike, *, ahead: int | None = None) -> StatusVi
                  for h in state.get("hypothesis_log") or [] if isinstance(h, Mapping))
     denials = sum(int(v) for v in (state.get("denial_tracker") or {}).values()
                   if isinstance(v, int))
+    outage = engine.get("outage") or {}
+    phase = PHASES.get(inv.status, inv.status)
+    if inv.status == "queued" and ahead is not None:
+        phase = queued_words(ahead)
+    elif outage and inv.status in ("queued", "running"):  # the one state story's words
+        phase = (f"Waiting for Gemini — unavailable, retrying until "
+                 f"{str(outage.get('until') or '')[11:16]} UTC")
     return StatusView(
         session_id=inv.session_id, symptom=inv.symptom, requested_by=inv.requested_by,
-        status=inv.status, phase=(queued_words(ahead) if inv.status == "queued" and
-                                  ahead is not None else PHASES.get(inv.status, inv.status)),
+        status=inv.status, phase=phase,
         turn=int(state.get("turn_count") or 0), max_turns=int(engine.get("max_turns") or 50),
         hypotheses=hyps, tasks=tuple(str(t) for t in state.get("active_task_ids") or []),
         denials=denials, usage=_usage(engine), ahead=ahead,
@@ -130,15 +136,9 @@ def status_line(store: Any, sid: str, *, list_hint: str, captures: bool = False)
     return line + ("\nCaptures:" + "".join(f"\n• {t}" for t in tasks) if tasks else "")
 
 
-#: the statuses in which an investigation may still continue
-LIVE_STATUSES = ("queued", "running", "awaiting_approval", "awaiting_user", "parked")
-
-
 def shown_status(inv: Any, now: datetime) -> str:
-    """The status, or "interrupted" for a terminal run nobody holds any more (no worker runs
-    a terminal investigation, so one left "queued" by a killed process is interrupted too)."""
-    if inv.platform != "terminal" or inv.status not in LIVE_STATUSES:
-        return str(inv.status)
-    expires = inv.lease_expires_at
-    held = bool(inv.lease_owner) and expires is not None and expires > now
-    return str(inv.status) if held else "interrupted"
+    """The state every view shows (``bot.state.state_of``): the status, or "interrupted" for
+    a terminal run nobody holds any more."""
+    from bot.state import state_of
+
+    return state_of(inv, now=now).name
