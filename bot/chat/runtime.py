@@ -208,7 +208,7 @@ class ChatRuntime:
         A request that starts in its own thread (Teams: the mention's post is the root)
         passes ``thread`` and its ``conversation_ref``; ``event_key`` (the platform's request
         id) is remembered in the same transaction, so a redelivered request is known after a
-        crash (:class:`storage.chat_events.AlreadySeen`)."""
+        crash (:class:`storage.investigations.AlreadySeen`)."""
         from core.engine.history import user_text
         from core.engine.loop import new_engine_state
 
