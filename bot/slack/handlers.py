@@ -43,6 +43,7 @@ from bot.slack import blocks
 from bot.slack.port import SlackPort
 from core.errors import GhostError, UnknownInvestigation
 from core.session_state import iso_utc, utc_now
+from storage.db import transient_cause
 
 log = logging.getLogger(__name__)
 PLATFORM = "slack"
@@ -164,9 +165,9 @@ class Handlers:
     # ------------------------------------------------------------------ approvals
     def approve(self, ack: Ack, body: dict[str, Any]) -> None:
         request = DecisionRequest(_value(body), _user(body), "approve")
-        recorded = self._record_click(request, body)  # durable before the ack
-        ack()
-        self._decide_recorded(recorded, request, body)
+        ok, recorded = self._record_click(request, body, ack)  # durable before the ack
+        if ok:
+            self._decide_recorded(recorded, request, body)
 
     # ------------------------------------------------------------------ the inbox
     def _record(self, session_id: str, key: str, item: dict[str, Any]) -> tuple[str, str]:
@@ -250,11 +251,39 @@ class Handlers:
         self.runtime.kick()
         return note
 
-    def _record_click(self, request: DecisionRequest,
-                      body: dict[str, Any]) -> tuple[str, str] | None:
-        """Put a decision click into its investigation's inbox (one row update) before the
-        ack: a process that dies after the ack leaves it for the ``reconcile`` job, which
-        decides it (``answer_mention``). None for an unknown approval (told after the ack)."""
+    def _record_click(self, request: DecisionRequest, body: dict[str, Any],
+                      ack: Ack) -> tuple[bool, tuple[str, str] | None]:
+        """Put a decision click into its investigation's inbox (one row update), then ack: a
+        process that dies after the ack leaves it for the ``reconcile`` job, which decides it.
+        (True, None) for an unknown approval (told after the ack); (False, None) when the
+        database could not record it (acked, and the clicker told that nothing was decided)."""
+        try:
+            recorded = self._record_decision(request, body)
+        except Exception as exc:
+            if not self._unrecorded(exc, ack, body):
+                raise
+            return False, None
+        ack()
+        return True, recorded
+
+    def _unrecorded(self, exc: Exception, ack: Ack, body: dict[str, Any]) -> bool:
+        """The database did not answer while recording a click: ack anyway (Slack would show
+        "didn't respond" and the engineer would not know why) and tell the clicker that
+        nothing was recorded, so a click again is right. False for any other error."""
+        if transient_cause(exc) is None:
+            return False
+        ack()
+        channel = (body.get("channel") or {}).get("id")
+        if channel:
+            self.port.tell(str(channel), _user(body), "⚠️ Ghost's database did not answer just "
+                           "now, so this click was not recorded and nothing was decided. Click "
+                           "again in a minute.")
+        log.warning("a click was not recorded: the database did not answer (%s)",
+                    type(exc).__name__)
+        return True
+
+    def _record_decision(self, request: DecisionRequest,
+                         body: dict[str, Any]) -> tuple[str, str] | None:
         approval = self.store.get_approval(request.approval_id)
         if approval is None:
             return None
@@ -322,9 +351,9 @@ class Handlers:
     def submit_deny(self, ack: Ack, body: dict[str, Any]) -> None:
         request = DecisionRequest(_metadata(body), _user(body), "deny",
                                   reason=_field(body, "reason"))
-        recorded = self._record_click(request, body)
-        ack()
-        self._decide_recorded(recorded, request, body)
+        ok, recorded = self._record_click(request, body, ack)
+        if ok:
+            self._decide_recorded(recorded, request, body)
 
     def submit_modify(self, ack: Ack, body: dict[str, Any]) -> None:
         command = (_field(body, "command") or "").strip()
@@ -332,9 +361,9 @@ class Handlers:
             ack(response_action="errors", errors={"command": "Enter the command to run."})
             return
         request = DecisionRequest(_metadata(body), _user(body), "modify", new_command=command)
-        recorded = self._record_click(request, body)
-        ack()
-        self._decide_recorded(recorded, request, body)
+        ok, recorded = self._record_click(request, body, ack)
+        if ok:
+            self._decide_recorded(recorded, request, body)
 
     def _decide(self, body: dict[str, Any], request: DecisionRequest) -> None:
         result = self.decider.decide(request)
@@ -363,12 +392,17 @@ class Handlers:
 
     def _record_button(self, sid: str, body: dict[str, Any], item: dict[str, Any],
                        ack: Ack) -> tuple[str, str] | None:
-        """Record a click in ``sid``'s inbox, then ack; None (acked) for an unknown one."""
+        """Record a click in ``sid``'s inbox, then ack; None (acked) for an unknown one, or
+        when the database could not record it (the clicker is told)."""
         try:
             recorded = self._record(sid, _click_key(body), {
                 **item, "user": _user(body), "tell": True})
         except UnknownInvestigation:
             ack()
+            return None
+        except Exception as exc:
+            if not self._unrecorded(exc, ack, body):
+                raise
             return None
         ack()
         return recorded

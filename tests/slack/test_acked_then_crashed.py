@@ -231,3 +231,22 @@ def test_cancel(rig: Rig, fake_gemini: Any) -> None:
     rig.restart()
     assert rig.store.get_investigation(inv.session_id).status == "cancelled"
     assert rig.store.get_approval(approval.approval_id).status != "pending"
+
+
+def test_a_click_the_database_cannot_record_is_acked_and_the_clicker_told(
+        rig: Rig, fake_gemini: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing recorded, nothing decided: Slack still gets its 200 (not "didn't respond"),
+    and the clicker learns that clicking again is right."""
+    from storage.db import DatabaseUnreachable
+
+    inv, approval = _card_waiting(rig, fake_gemini)
+
+    def down(*_a: Any, **_k: Any) -> Any:
+        raise DatabaseUnreachable("the database did not answer", "check it")
+
+    monkeypatch.setattr(rig.dying_store, "change_conversation_ref", down)
+    response = rig.dying.click(blocks.APPROVE, approval.approval_id, APPROVER)
+    assert response.status == 200
+    assert "was not recorded and nothing was decided" in \
+        rig.dying.fake.ephemerals(APPROVER)[-1]
+    assert rig.store.get_approval(approval.approval_id).status == "pending"
