@@ -7,20 +7,22 @@ of patching anything.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from bot.chat.status import LIVE_STATUSES
 from bot.settings import Settings, load_settings
+from bot.state import LIVE_STATUSES
 from storage.store import Store
 
 if TYPE_CHECKING:
     from bot.chat.ports import ChatPort
     from bot.chat.runtime import ChatRuntime
     from bot.terminal import Prompter
-    from core.engine.loop import Engine
+    from core.engine.loop import Engine, OutagePolicy
     from core.orchestrator.backend import CaptureBackend
     from core.orchestrator.orchestrator import CloudOrchestrator
+    from core.orchestrator.orphans import Liveness
     from core.safety.approval import ApprovalPolicy, Approver
     from core.safety.shell import SafeExecShell
 
@@ -90,21 +92,40 @@ def build_orchestrator(settings: Settings, store: Store, shell: SafeExecShell,
 
 
 
-def session_is_live(store: Store, session_id: str) -> bool:
-    """A chat investigation lives while its status says so; a terminal one only while its
-    process renews its lease (a `ghost investigate` killed with -9 leaves orphans)."""
+def session_is_live(store: Store, session_id: str) -> Liveness:
+    """Whether an investigation may still run, for the orphan scan.
+
+    A chat or ``--detach`` investigation lives while its status says so (a dead worker's
+    investigation is taken over by another). A terminal one lives only while its process
+    does: its lease lapsed, or it was held by a `ghost investigate` on this host whose process
+    is gone (killed with -9; its PID free or reused), and it is dead at once, with the session
+    and process named. A holder on another host cannot be asked: until its lease expires its
+    tasks are reported as maybe still running, never hidden and never cleaned up from here."""
+    from bot.terminal import holders
     from core.errors import UnknownInvestigation
-    from core.session_state import utc_now
+    from core.orchestrator.orphans import Liveness
 
     try:
         inv = store.get_investigation(session_id)
     except UnknownInvestigation:
-        return False
+        return Liveness(False, f"investigation {session_id} no longer exists")
     if inv.status not in LIVE_STATUSES:
-        return False
+        return Liveness(False)
     if inv.platform != "terminal":
-        return True
-    return bool(inv.lease_owner and inv.lease_expires_at and inv.lease_expires_at > utc_now())
+        return Liveness(True)
+    holder = holders.parse(inv.lease_owner)
+    expires = inv.lease_expires_at
+    if holder is None or expires is None or expires <= store.clock():
+        who = holder.describe() if holder else "its `ghost investigate`"
+        return Liveness(False, f"{who} stopped renewing its lease"
+                        + (f" at {holders.expiry_words(expires)}" if expires else ""))
+    if holders.is_gone(holder):
+        return Liveness(False, f"{holder.describe()} is no longer running (killed or crashed)")
+    if not holder.local:
+        return Liveness(True, f"held by {holder.describe()}, which this host cannot check; "
+                        f"its lease runs until {holders.expiry_words(expires)}", remote=True,
+                        lease_expires_at=holders.expiry_words(expires))
+    return Liveness(True)
 
 
 def build_engine(
@@ -153,9 +174,24 @@ def build_engine(
         audit_dir=str(settings.audit_dir),
         sleep=thinking.pausing(_sleep),  # a retry's wait says what failed and which attempt
         prices=settings.prices,
+        outage=outage_policy(settings),  # the terminal waits an outage out in place
     )
     thinking.attempts = engine.retries + 1
     return engine, orchestrator_for
+
+
+#: a chat worker sleeps through the first short waits of a Gemini outage; a longer one is handed
+#: back (the lease is the timer) so its thread serves other investigations meanwhile
+CHAT_INLINE_WAIT_S = 5.0
+
+
+def outage_policy(settings: Settings, *, inline_s: float = math.inf) -> OutagePolicy:
+    """GHOST_GEMINI_OUTAGE_S and GHOST_GEMINI_RETRY_MAX_S as the engine's outage policy."""
+    from core.engine.loop import OutagePolicy
+
+    cap = max(0.01, settings.gemini_retry_max_s)
+    return OutagePolicy(limit_s=max(0.0, settings.gemini_outage_s),
+                        first_wait_s=min(2.0, cap), max_wait_s=cap, inline_s=inline_s)
 
 
 def approval_policy(settings: Settings) -> ApprovalPolicy:
@@ -230,6 +266,7 @@ def build_chat_engine(
         shell_for=shell_for, orchestrator_for=orchestrator_for,
         rca_writer=_lab_noted(settings, store, _rca_writer(settings)), notifier=notifier,
         audit_dir=str(settings.audit_dir), sleep=_sleep, prices=settings.prices,
+        outage=outage_policy(settings, inline_s=CHAT_INLINE_WAIT_S),
     )
     runtime = ChatRuntime(store=store, engine=engine, notifier=notifier, port_for=port_for,
                           shell_for=shell_for, policy=policy, model=model,

@@ -108,7 +108,7 @@ def lab_for_session(settings: Settings, store: Store, session_id: str) -> Lab | 
 
 
 def lab_orchestrator(lab: Lab, store: Store, shell: Any, session_id: str, *,
-                     scan_orphans: bool, is_live: Callable[[str], bool]) -> Any:
+                     scan_orphans: bool, is_live: Callable[[str], Any]) -> Any:
     """A CloudOrchestrator over the lab's backend, polling on the lab's short clock, its
     registry reads limited to lab sessions (real tasks are never a lab's orphans)."""
     from core.orchestrator.model import OrchestratorConfig

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.chat.approval_cards import DecisionOutcome
+from storage.investigations import PRIORITY_HUMAN
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,8 @@ class PeriodicJobs:
                 continue
             count += 1
             self.close_card(approval.approval_id, None)
-            self.store.requeue(approval.session_id, from_statuses=("awaiting_approval",))
+            self.store.requeue(approval.session_id, from_statuses=("awaiting_approval",),
+                               priority=PRIORITY_HUMAN)
         return count
 
     def reconcile(self) -> int:
@@ -102,7 +104,8 @@ class PeriodicJobs:
             approval_id = waiting.get("approval_id")
             approval = self.store.get_approval(approval_id) if approval_id else None
             if approval is not None and approval.status != "pending":
-                if self.store.requeue(inv.session_id, from_statuses=("awaiting_approval",)):
+                if self.store.requeue(inv.session_id, from_statuses=("awaiting_approval",),
+                                      priority=PRIORITY_HUMAN):
                     count += 1
         if self.reconcile_chat is not None:
             count += self.reconcile_chat(self.clock())

@@ -174,7 +174,14 @@ class Settings(BaseSettings):
     )
     approval_expiry_seconds: int = Field(
         default=1800, description="Pending approvals expire after this many seconds.")
-    worker_threads: int = Field(default=4, description="Investigations one worker runs at once.")
+    worker_threads: int = Field(
+        default=8, description="Investigations one worker process advances at once; one in "
+        "four of these threads (at least one) is kept for work a person just unblocked.")
+    gemini_outage_s: float = Field(
+        default=600.0, description="How long a transient Gemini outage (429, 5xx, timeouts) is "
+        "waited out before the investigation is parked for a person to resume.")
+    gemini_retry_max_s: float = Field(
+        default=30.0, description="The longest wait between two tries during a Gemini outage.")
     lease_seconds: float = Field(
         default=60.0, description="How long a worker's claim on an investigation lasts without "
         "renewal; a dead worker's investigation is picked up after this.",

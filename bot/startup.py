@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from bot.terminal import Prompter
-from core.engine.startup import classify_orphans, clean_up
+from core.engine.startup import classify_orphans, clean_up, held_elsewhere, orphan_detail
 
 
 def orphan_check(store: Any, orchestrator: Any, session_id: str, prompter: Prompter,
@@ -20,6 +20,8 @@ def orphan_check(store: Any, orchestrator: Any, session_id: str, prompter: Promp
     errors = (report.get("orphans") or {}).get("errors") or []
     for error in errors:
         out.write(f"  [WARN] Orphan scan incomplete: {error}\n")
+    for task in buckets.maybe_running:  # another host's run: shown, never cleaned from here
+        out.write(f"  [RUNNING?] {held_elsewhere(task)}\n")
     if buckets.total == 0:
         # a scan that could not look everywhere cannot say there is nothing: say what it saw
         out.write("  [WARN] No orphans found in what could be checked; the rest is unknown.\n"
@@ -30,8 +32,11 @@ def orphan_check(store: Any, orchestrator: Any, session_id: str, prompter: Promp
     rows += [("partially cleaned", t.get("task_id")) for t in buckets.partially_cleaned]
     rows += [("untracked Azure capture", c.get("name")) for c in buckets.untracked_azure]
     rows += [("stale local file", f.get("path")) for f in buckets.stale_local_files]
+    details = {str(t.get("task_id")): orphan_detail(t) for t in buckets.abandoned_tasks}
     for kind, name in rows:
         out.write(f"  [ORPHAN] {kind:<24} {name}\n")
+        if details.get(str(name)):  # which session and process left it
+            out.write(f"           {'':<24} {details[str(name)]}\n")
     choice = prompter.choose("[C]lean up now  [S]kip  [R]eview each one > ",
                              {"c": "clean", "s": "skip", "r": "review"})
     if choice not in ("clean", "review"):

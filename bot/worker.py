@@ -33,7 +33,7 @@ from datetime import timedelta
 from typing import Any
 
 from bot.chat.notifier import InvestigationCancelled
-from core.engine.loop import Engine, Outcome, StepSuperseded
+from core.engine.loop import Engine, ModelUnavailable, Outcome, StepSuperseded
 from core.engine.ports import Notifier
 from core.errors import GhostError
 from storage.db import transient_cause
@@ -61,6 +61,22 @@ class Draining(GhostError):
     the investigation is runnable as saved, and another worker carries on from there."""
 
 
+class Yielded(Draining):
+    """The step stopped at a runnable save to let other work have the thread: its time
+    slice ran out while other investigations waited, or (the decision lane) an engineer's
+    decision waits for a thread. The next claim carries on from the save."""
+
+
+#: the decision lane: of a pool's threads, these claim only work a person just unblocked
+#: (an approval decided, a prompt answered), so an approved command starts at once
+DECISION_SHARE = 4
+#: a normal thread hands an investigation back at its next runnable save after this long,
+#: when other investigations wait for a thread (a long one never starves a short step)
+SLICE_S = 10.0
+#: how often a held step asks the database whether others wait (per investigation)
+WAITING_CHECK_S = 0.5
+
+
 #: the worker whose step this thread runs (``Worker.work`` sets it): one engine serves them all
 _CURRENT = threading.local()
 
@@ -84,6 +100,11 @@ class StopAtSave:
         worker = getattr(_CURRENT, "worker", None)
         return worker is not None and worker.must_stop(session_id)
 
+    @staticmethod
+    def should_yield(session_id: str) -> bool:
+        worker = getattr(_CURRENT, "worker", None)
+        return worker is not None and worker.should_yield(session_id)
+
     def __getattr__(self, name: str) -> Any:  # the chat notifier's own helpers
         return getattr(self.inner, name)
 
@@ -98,14 +119,23 @@ class StopAtSave:
                          result: Mapping[str, Any]) -> None:
         self.inner.approval_pending(session_id, name, args, result)
 
+    def model_outage(self, session_id: str, error: str, until: Any) -> None:
+        tell = getattr(self.inner, "model_outage", None)
+        if callable(tell):
+            tell(session_id, error, until)
+
     def state_changed(self, session_id: str, state: Mapping[str, Any],
                       engine_state: Mapping[str, Any]) -> None:
         self.inner.state_changed(session_id, state, engine_state)
         phase = (engine_state or {}).get("phase")
-        if phase in ("call_model", "dispatch") and self.should_stop(session_id) and \
-                self.runnable(session_id):
+        if phase not in ("call_model", "dispatch"):
+            return
+        if self.should_stop(session_id) and self.runnable(session_id):
             raise Draining(f"Investigation {session_id} stopped at a save: this process is "
                            "shutting down or lost its lease; another worker continues it.")
+        if self.should_yield(session_id) and self.runnable(session_id):
+            raise Yielded(f"Investigation {session_id} handed its thread on at a save: other "
+                          "work was waiting; the next free thread continues it.")
 
 
 class Drain:
@@ -201,7 +231,8 @@ class Worker:
                  after: Callable[[str, Outcome], None],
                  failed: Callable[[str, BaseException], None],
                  owner: str | None = None, lease_seconds: float = 60.0,
-                 before: Callable[[str], None] | None = None) -> None:
+                 before: Callable[[str], None] | None = None,
+                 slice_s: float = SLICE_S) -> None:
         self.store = store
         self.engine = engine
         self.shell_for = shell_for
@@ -220,12 +251,36 @@ class Worker:
         self.stopping = threading.Event()
         #: investigations whose lease the heartbeat found taken: their step stops too
         self._lost: set[str] = set()
+        self.slice_s = slice_s
+        #: steps of the pool's loops: session → (started, decision lane?, last check, verdict)
+        self._held: dict[str, list[Any]] = {}
         notifier = getattr(engine, "notifier", None)
         if notifier is not None and not isinstance(notifier, StopAtSave):
             engine.notifier = StopAtSave(notifier, self._runnable)
 
     def must_stop(self, session_id: str) -> bool:
         return self.stopping.is_set() or session_id in self._lost
+
+    def should_yield(self, session_id: str) -> bool:
+        """Hand the thread on at this save? A decision-lane step: when another decided
+        investigation waits; a normal step: after ``slice_s`` when anything waits. Asked at
+        most every WAITING_CHECK_S per step (a count query)."""
+        held = self._held.get(session_id)
+        if held is None:  # run_once / tests: no slicing
+            return False
+        started, lane, checked, verdict = held
+        now = time.monotonic()
+        if not lane and now - started < self.slice_s:
+            return False
+        if now - checked < WAITING_CHECK_S:
+            return bool(verdict)
+        try:
+            waiting = int(self.store.waiting_count(platforms=WORKER_PLATFORMS,
+                                               min_priority=1 if lane else 0))
+        except Exception:  # noqa: BLE001 - not knowing is no reason to stop
+            waiting = 0
+        held[2], held[3] = now, waiting > 0
+        return waiting > 0
 
     def _runnable(self, session_id: str) -> bool:
         return bool(self.store.get_investigation(session_id).status in RUNNABLE_STATUSES)
@@ -243,7 +298,8 @@ class Worker:
         self.work(inv.session_id)
         return str(inv.session_id)
 
-    def _claim(self, known_empty: Callable[[], bool] = lambda: False) -> Any:
+    def _claim(self, known_empty: Callable[[], bool] = lambda: False,
+               min_priority: int = 0) -> Any:
         """One claim at a time per process, and none while another thread of the pool just
         found nothing (``known_empty``): SQLite has one write lock, and a convoy of idle
         pollers on it delays the records that slash commands write before their ack."""
@@ -251,7 +307,8 @@ class Worker:
             if known_empty():
                 return None
             return self.store.claim_next(self.owner, lease_seconds=self.lease_seconds,
-                                         platforms=WORKER_PLATFORMS)
+                                         platforms=WORKER_PLATFORMS,
+                                         min_priority=min_priority)
 
     def run_until_idle(self, limit: int = 200) -> int:
         """Run until nothing is runnable (tests, and a CLI drain)."""
@@ -260,11 +317,18 @@ class Worker:
             done += 1
         return done
 
-    def work(self, session_id: str) -> None:
+    def work(self, session_id: str, *, lane: bool | None = None) -> None:
+        """Advance one claimed investigation; ``lane`` (the pool's loops): slice it — True for
+        the decision lane, False for a normal thread; None never yields (tests, --once)."""
         from bot.logging_setup import session_context
 
-        with session_context(session_id):  # every log line of this step names the investigation
-            self._work(session_id)
+        if lane is not None:
+            self._held[session_id] = [time.monotonic(), lane, 0.0, False]
+        try:
+            with session_context(session_id):  # every log line of this step names it
+                self._work(session_id)
+        finally:
+            self._held.pop(session_id, None)
 
     def _work(self, session_id: str) -> None:
         stop = threading.Event()
@@ -282,7 +346,7 @@ class Worker:
                 return  # the chat refused it before it started (the requester was told)
             outcome = self._advance(session_id)
             self.after(session_id, outcome)
-        except TryLater as exc:  # kept as it is; the lease is the retry timer
+        except (TryLater, ModelUnavailable) as exc:  # kept as it is; the lease is the timer
             log.warning("%s", exc.message)
             hold_until = self.store.clock() + timedelta(seconds=exc.retry_in)
         except InvestigationCancelled:  # /ghost cancel won mid-step: the step is saved
@@ -290,6 +354,8 @@ class Worker:
         except StepSuperseded:  # our lease lapsed and another process went on: let it go
             log.info("investigation %s was advanced by another process while this worker was "
                      "stalled; nothing of the stale step was saved", session_id)
+        except Yielded:  # its slice is over and others wait: the next claim goes on
+            log.debug("investigation %s handed its thread on at a save", session_id)
         except Draining:  # stopped at a save, runnable: whoever claims it next carries on
             log.info("investigation %s stopped at a save and is handed back (%s)", session_id,
                      "shutting down" if self.stopping.is_set() else "lease lost")
@@ -351,18 +417,29 @@ class Worker:
 
     def run_forever(self, stop: threading.Event, *, threads: int = 4,
                     idle_s: float = 1.0) -> None:
-        """``threads`` loops claiming work until ``stop`` is set."""
-        empty = {"generation": -1, "at": 0.0}  # the pool's last claim that found nothing
+        """``threads`` loops claiming work until ``stop`` is set.
 
-        def known_empty() -> bool:
-            return empty["generation"] == self._generation and \
-                time.monotonic() - empty["at"] < idle_s
+        One in DECISION_SHARE of them (at least one, when there are two or more) is the
+        decision lane: it claims only investigations a person just unblocked, so an approved
+        command starts at once even while every other thread is busy with model turns; it
+        hands an investigation on at its first runnable save once another decision waits. The
+        others claim the highest priority first, and hand an investigation on after
+        ``slice_s`` when other work waits (``should_yield``)."""
+        lanes = min(max(1, threads // DECISION_SHARE), threads - 1) if threads >= 2 else 0
+        # the pool's last claim that found nothing, per lane
+        empties = {True: {"generation": -1, "at": 0.0}, False: {"generation": -1, "at": 0.0}}
 
-        def loop() -> None:
+        def loop(lane: bool) -> None:
+            empty = empties[lane]
+
+            def known_empty() -> bool:
+                return empty["generation"] == self._generation and \
+                    time.monotonic() - empty["at"] < idle_s
+
             while not stop.is_set():
                 try:
                     generation = self._generation
-                    inv = self._claim(known_empty)
+                    inv = self._claim(known_empty, min_priority=1 if lane else 0)
                     if inv is None:
                         if not known_empty():
                             empty.update(generation=generation, at=time.monotonic())
@@ -370,7 +447,7 @@ class Worker:
                         self._wake.clear()
                         continue
                     empty["generation"] = -1  # more may be waiting: every thread looks
-                    self.work(inv.session_id)
+                    self.work(inv.session_id, lane=lane)
                 except Exception:  # noqa: BLE001 - the database may be restarting
                     log.exception("worker loop error")
                     stop.wait(idle_s * 5)
@@ -385,7 +462,8 @@ class Worker:
         # not daemon threads: the interpreter's exit never cuts a step at an arbitrary point;
         # a shutdown joins them (``Drain``) and, past its budget, exits after the leases
         # were released (``Drain.arm``)
-        pool = [threading.Thread(target=loop, name=f"ghost-worker-{i}")
+        pool = [threading.Thread(target=loop, args=(i < lanes,),
+                                 name=f"ghost-{'decisions' if i < lanes else 'worker'}-{i}")
                 for i in range(max(1, threads))]
         for t in pool:
             t.start()

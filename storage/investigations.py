@@ -20,20 +20,29 @@ from core.session_state import (
 )
 from storage.clock import as_utc
 from storage.db import CORRUPTED_JSON, Database
-from storage.models import Investigation
+from storage.models import ChatEvent, Investigation
 from storage.turns import add_turn
 
+#: ``priority`` of an investigation a person's decision or answer made runnable: claimed
+#: ahead of model turns, and by the workers' decision lane (migration 0006)
+PRIORITY_HUMAN = 1
 #: Statuses with work for a worker to do; the others wait for a person or are finished.
+#: (``parked``: Gemini stayed unavailable past GHOST_GEMINI_OUTAGE_S; a person resumes it.)
 RUNNABLE_STATUSES = ("queued", "running")
 STATUSES = (
     "queued",
     "running",
     "awaiting_approval",
     "awaiting_user",
+    "parked",
     "completed",
     "cancelled",
     "failed",
 )
+
+
+class AlreadySeen(Exception):  # noqa: N818 - what happened, not an error of the caller
+    """The chat request was recorded before (a redelivery): nothing new was created."""
 
 
 @dataclass(frozen=True)
@@ -138,8 +147,13 @@ class InvestigationRepo:
         lab: str | None = None,
         engine_state: Mapping[str, Any] | None = None,
         turns: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        event_key: str | None = None,
     ) -> InvestigationView:
         """Insert a new investigation with a fresh §8 document.
+
+        ``event_key``: the chat request that asks for it, remembered in the same transaction
+        (``chat_events``); a request seen before raises :class:`AlreadySeen` and creates
+        nothing (Teams redelivers a request whose answer it did not get).
 
         Ids follow the spec (``ghost_YYYYMMDD_HHMMSS``); when two start in the same second the
         later one gets a ``-2``, ``-3``… suffix instead of failing. ``engine_state`` and the
@@ -149,7 +163,9 @@ class InvestigationRepo:
         self.db.ensure_ready()
         now = self.clock()
         base = session_id or new_session_id(now)
-        for attempt in range(1, 1000):
+        attempt = 0
+        for _ in range(1, 1000):
+            attempt += 1
             sid = base if attempt == 1 else f"{base}-{attempt}"
             state = new_session_state(
                 sid,
@@ -179,6 +195,12 @@ class InvestigationRepo:
             )
             try:
                 with self.db.session() as s, s.begin():
+                    if event_key is not None:
+                        s.add(ChatEvent(event_key=event_key[:255], received_at=now))
+                        try:
+                            s.flush()
+                        except IntegrityError:
+                            raise AlreadySeen(event_key) from None
                     s.add(row)
                     if turns:
                         s.flush()  # the row exists before its turns reference it
@@ -187,9 +209,21 @@ class InvestigationRepo:
             except IntegrityError:
                 if session_id is not None:
                     raise
+                # taken: go past every id of this second at once (twenty slash commands in one
+                # second would otherwise try 1 + 2 + … + 20 inserts behind one write lock)
+                attempt = max(attempt, self._taken_suffixes(base))
                 continue
             return _view(row)
         raise ConcurrentUpdate("Could not allocate a session id.", "Try again in a second.")
+
+    def _taken_suffixes(self, base: str) -> int:
+        """How many ids of the form ``base`` / ``base-N`` exist (the next free N is above)."""
+        from sqlalchemy import func
+
+        with self.db.session() as s:
+            return int(s.scalar(select(func.count()).select_from(Investigation).where(
+                or_(Investigation.session_id == base,
+                    Investigation.session_id.like(f"{base}-%")))) or 0)
 
     def get_investigation(self, session_id: str) -> InvestigationView:
         self.db.ensure_ready()
@@ -283,8 +317,13 @@ class InvestigationRepo:
                 raise UnknownInvestigation(session_id)
 
     def claim_next(self, owner: str, *, lease_seconds: float = 60.0,
-                   platforms: Collection[str] | None = None) -> InvestigationView | None:
+                   platforms: Collection[str] | None = None,
+                   min_priority: int = 0) -> InvestigationView | None:
         """Lease the next runnable investigation to ``owner``, or return None.
+
+        The highest ``priority`` first (a person just approved or answered it), then the one
+        waiting longest; the claim resets the priority. ``min_priority`` limits the claim to
+        such work (the workers' decision lane).
 
         ``platforms`` limits the claim to investigations a worker can serve: a chat worker
         passes its chat platforms so that it never takes over a ``ghost investigate`` running
@@ -302,9 +341,11 @@ class InvestigationRepo:
             select(Investigation.session_id)
             .where(Investigation.status.in_(RUNNABLE_STATUSES), free,
                    same_kind(self.lab, same_scenario=True))
-            .order_by(Investigation.updated_at)
+            .order_by(Investigation.priority.desc(), Investigation.updated_at)
             .limit(1 if self.db.dialect == "postgresql" else 10)
         )
+        if min_priority > 0:
+            candidates = candidates.where(Investigation.priority >= min_priority)
         if platforms is not None:
             candidates = candidates.where(Investigation.platform.in_(list(platforms)))
         if self.db.dialect == "postgresql":
@@ -314,7 +355,7 @@ class InvestigationRepo:
                 result = s.execute(
                     update(Investigation)
                     .where(Investigation.session_id == sid, free)
-                    .values(lease_owner=owner, lease_expires_at=now + timedelta(
+                    .values(lease_owner=owner, priority=0, lease_expires_at=now + timedelta(
                         seconds=lease_seconds))
                 )
                 if result.rowcount == 1:  # type: ignore[attr-defined]
@@ -438,14 +479,54 @@ class InvestigationRepo:
             row.conversation_ref = ref
             return result
 
-    def requeue(self, session_id: str, *, from_statuses: tuple[str, ...]) -> bool:
-        """Make an investigation runnable again if it is in one of ``from_statuses``."""
+    def requeue(self, session_id: str, *, from_statuses: tuple[str, ...],
+                priority: int = 0) -> bool:
+        """Make an investigation runnable again if it is in one of ``from_statuses``;
+        ``priority`` (:data:`PRIORITY_HUMAN`) puts it ahead of the others' model turns."""
         self.db.ensure_ready()
         with self.db.session() as s, s.begin():
             result = s.execute(
                 update(Investigation)
                 .where(Investigation.session_id == session_id,
                        Investigation.status.in_(from_statuses))
-                .values(status="queued", updated_at=self.clock())
+                .values(status="queued", updated_at=self.clock(),
+                        **({"priority": priority} if priority else {}))
             )
             return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    def waiting_count(self, *, platforms: Collection[str] | None = None,
+                      min_priority: int = 0) -> int:
+        """Runnable investigations no live worker holds (the queue's length)."""
+        from sqlalchemy import func
+
+        self.db.ensure_ready()
+        now = self.clock()
+        query = (select(func.count()).select_from(Investigation)
+                 .where(Investigation.status.in_(RUNNABLE_STATUSES),
+                        or_(Investigation.lease_owner.is_(None),
+                            Investigation.lease_expires_at < now),
+                        Investigation.priority >= min_priority,
+                        same_kind(self.lab, same_scenario=True)))
+        if platforms is not None:
+            query = query.where(Investigation.platform.in_(list(platforms)))
+        with self.db.session() as s:
+            return int(s.scalar(query) or 0)
+
+    def queue_position(self, session_id: str) -> int:
+        """How many investigations not started yet were queued before this one (what its
+        thread root says while it waits: "queued: 3 investigations ahead")."""
+        from sqlalchemy import func
+
+        self.db.ensure_ready()
+        with self.db.session() as s:
+            row = s.get(Investigation, session_id)
+            if row is None:
+                raise UnknownInvestigation(session_id)
+            query = (select(func.count()).select_from(Investigation)
+                     .where(Investigation.status == "queued",
+                            Investigation.created_at < row.created_at,
+                            Investigation.platform == row.platform,
+                            Investigation.session_id != session_id,
+                            Investigation.audit_count == 0,
+                            Investigation.version <= 1))
+            return int(s.scalar(query) or 0)

@@ -57,6 +57,9 @@ class Investigation(Base):
     rca_markdown: Mapped[str | None] = mapped_column(Text)
     #: the lab scenario (shipped name or file path) this investigation ran against; None: Azure
     lab: Mapped[str | None] = mapped_column(String(512))
+    #: claim order: 1 when a person's decision or answer made it runnable (claimed first; the
+    #: claim resets it), 0 otherwise (migration 0006)
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class ConversationTurn(Base):

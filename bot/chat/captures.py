@@ -39,6 +39,8 @@ def record_capture(ref: dict[str, Any], name: str, result: Mapping[str, Any]) ->
         entry = captures.setdefault(str(task_id), {"state": "", "checks": 0})
         previous = entry.get("state")
         entry["state"] = str(item.get("state") or item.get("status") or "?")
+        if isinstance(item.get("waiting_for_approval"), Mapping):  # never ahead of approval
+            entry["state"] = "AWAITING_APPROVAL"
         if name == "check_task":
             entry["checks"] = int(entry.get("checks") or 0) + 1
         if item.get("poll_count") is not None:

@@ -23,6 +23,7 @@ from core.safety.approval import (
     is_modifiable,
     may_decide,
 )
+from storage.investigations import PRIORITY_HUMAN
 
 
 class DecisionShell(Protocol):
@@ -82,8 +83,8 @@ class Decider:
         groups = frozenset(g for g in self.policy.approvers
                            if g != actor and self.directory.in_group(actor, g))
         member = True
-        if not self.policy.approvers:
-            member = bool(inv.channel_ref) and self.directory.is_member(actor, inv.channel_ref)
+        if not self.policy.approvers:  # (a terminal run has no channel: its directory says)
+            member = self.directory.is_member(actor, inv.channel_ref or "")
         verdict = may_decide(self.policy, actor=actor, actor_groups=groups,
                              investigation_requester=inv.requested_by,
                              modified_by=approval.modified_by, is_channel_member=member)
@@ -107,7 +108,9 @@ class Decider:
         current = self.store.get_approval(request.approval_id)
         if updated is None:
             return self._closed(current)
-        self.store.requeue(approval.session_id, from_statuses=("awaiting_approval",))
+        # a person decided: the command goes ahead of the other investigations' model turns
+        self.store.requeue(approval.session_id, from_statuses=("awaiting_approval",),
+                           priority=PRIORITY_HUMAN)
         outcome = outcome_of(current)
         if kind is DecisionKind.MODIFY and outcome.result == "modified":
             outcome = DecisionOutcome("modified", request.actor, current.decided_at,

@@ -43,6 +43,22 @@ def brain_failure(session_id: str, detail: str, *, transient: bool = True) -> st
     return f"Gemini could not be used: {detail}. Everything so far is saved. {then}"
 
 
+def model_outage(detail: str, until_hhmm: str) -> str:
+    """Gemini became unavailable: said once per outage; Ghost waits and goes on by itself."""
+    detail = detail.strip().rstrip(".")
+    return (f"Gemini is unavailable; retrying until {until_hhmm} UTC. The investigation is "
+            "saved and goes on where it was as soon as Gemini answers; nothing to do. "
+            f"({detail})")
+
+
+def parked(session_id: str, detail: str, minutes: float) -> str:
+    """Gemini stayed unavailable past GHOST_GEMINI_OUTAGE_S: parked, not failed."""
+    detail = detail.strip().rstrip(".")
+    return (f"Gemini has been unavailable for {minutes:.0f} min ({detail}), so Ghost stopped "
+            "asking and parked the investigation where it was; nothing is lost. Press Resume "
+            f"(or `/ghost resume {session_id}`) once Gemini answers again.")
+
+
 def unexpected_failure(session_id: str, detail: str) -> str:
     return (f"Ghost hit an error it did not expect: {detail}. Everything so far is saved; "
             f"`/ghost resume {session_id}` tries again. If it keeps failing, check the worker's "

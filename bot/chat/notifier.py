@@ -16,11 +16,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from bot.chat.approval_cards import approval_card, outcome_of, ran_outcome
 from bot.chat.captures import capture_lines, record_capture, task_line
 from bot.chat.command_lines import command_line
+from bot.chat.endings import model_outage as outage_words
 from bot.chat.outbox import Outbox
 from bot.chat.ports import ChatPort
 from bot.chat.status import status_view
@@ -162,6 +164,17 @@ class ChatNotifier:
             return
         ref = port.post_card(inv, approval_card(approval, inv, self.policy))
         self.store.set_approval_message_ref(approval.approval_id, ref)
+
+    def model_outage(self, session_id: str, error: str, until: datetime) -> None:
+        """Gemini is unavailable: one notice per outage (keyed by when it began), and the
+        status message says Ghost is waiting for Gemini."""
+        inv = self.store.get_investigation(session_id)
+        since = str(((inv.engine_state or {}).get("outage") or {}).get("since") or until)
+        if self._where(session_id) is not None:
+            self.outbox.send(session_id, "text", {
+                "text": "⚠️ " + outage_words(error, f"{until:%H:%M}"), "notice": True},
+                key=f"outage:{since}")
+        self.refresh_status(session_id)
 
     def state_changed(self, session_id: str, state: Mapping[str, Any],
                       engine_state: Mapping[str, Any]) -> None:

@@ -22,7 +22,14 @@ from typing import Any, Protocol
 
 from bot.chat.notifier import ChatNotifier
 from bot.chat.ports import ChatPort, Thread
-from core.engine.startup import OrphanBuckets, classify_orphans, clean_up, orphan_path
+from core.engine.startup import (
+    OrphanBuckets,
+    classify_orphans,
+    clean_up,
+    held_elsewhere,
+    orphan_detail,
+    orphan_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +52,9 @@ class OrphanReport:
     choice: str | None  # None (offered) | clean | skip | review
     actor: str | None
     warnings: tuple[str, ...] = ()
+    #: which session and process left an abandoned task ("ghost_x: session S: `ghost
+    #: investigate` (pid 4242 on host-a) is no longer running")
+    notes: tuple[str, ...] = ()
 
     @property
     def manual(self) -> tuple[str, ...]:
@@ -66,6 +76,12 @@ def rows_of(buckets: OrphanBuckets) -> list[list[str]]:
     rows += [["untracked Azure capture", str(c.get("name"))] for c in buckets.untracked_azure]
     rows += [["stale local file", str(f.get("path"))] for f in buckets.stale_local_files]
     return rows
+
+
+def notes_of(buckets: OrphanBuckets) -> list[str]:
+    """Who left each abandoned task: its session and, when known, its dead process."""
+    return [f"{t.get('task_id')}: {orphan_detail(t)}" for t in buckets.abandoned_tasks
+            if orphan_detail(t)]
 
 
 class _Recorder:
@@ -131,6 +147,10 @@ class OrphanDesk:
             return
         buckets = classify_orphans(report, session_id)
         warnings = [str(e) for e in (report.get("orphans") or {}).get("errors") or []]
+        if buckets.maybe_running and port is not None:  # reported, never cleaned from here
+            self._notice(session_id, "Captures that may still be running (their investigation "
+                         "is held on another host, so Ghost cannot check it from here):\n" +
+                         "\n".join(f"• {held_elsewhere(t)}" for t in buckets.maybe_running))
         if buckets.total == 0:
             self._set(session_id, state="none", warnings=warnings)
             if port is not None:
@@ -141,7 +161,8 @@ class OrphanDesk:
                     else "No orphaned resources found.")
             return
         self._set(session_id, state="offered", buckets=asdict(buckets),
-                  rows=rows_of(buckets), status={}, waiting={}, warnings=warnings)
+                  rows=rows_of(buckets), status={}, waiting={}, warnings=warnings,
+                  notes=notes_of(buckets))
         if port is None:
             return
         report_view = self.report(session_id)
@@ -150,7 +171,8 @@ class OrphanDesk:
             self._set(session_id, ref=ref)
         else:  # a platform without buttons for it: the list, and the terminal's advice
             self._notice(session_id, "Orphaned resources from earlier investigations:\n" +
-                         "\n".join(f"• {r.kind}: {r.name}" for r in report_view.rows))
+                         "\n".join(f"• {r.kind}: {r.name}" for r in report_view.rows) +
+                         "".join(f"\n  ({n})" for n in report_view.notes))
 
     def report(self, session_id: str) -> OrphanReport:
         data = self._data(session_id)
@@ -161,38 +183,52 @@ class OrphanDesk:
         return OrphanReport(session_id=session_id, rows=rows,
                             choice=state if state in ("clean", "skip", "review") else None,
                             actor=data.get("actor"),
-                            warnings=tuple(data.get("warnings") or ()))
+                            warnings=tuple(data.get("warnings") or ()),
+                            notes=tuple(data.get("notes") or ()))
 
     # ------------------------------------------------------------------ choices
-    def choose(self, session_id: str, actor: str, choice: str) -> str | None:
-        """Clean up / Skip / Review each: the first click wins; a refusal for the others."""
+    def choose(self, session_id: str, actor: str, choice: str,
+               token: str | None = None) -> str | None:
+        """Clean up / Skip / Review each: the first click wins; a refusal for the others.
+        ``token`` (the recorded click's key): applied again after a crash, the click that
+        won finishes its cleanup instead of being refused."""
         def take(ref: dict[str, Any]) -> str | None:
             data = ref.get(KEY) or {}
+            if token and data.get("token") == token:
+                return None  # this very click, applied again: go on where it stopped
             if data.get("state") != "offered":
                 who = f" by {{user:{data['actor']}}}" if data.get("actor") else ""
                 return f"Already handled{who}: {data.get('state') or 'no report'}."
-            data.update(state=choice, actor=actor)
+            data.update(state=choice, actor=actor, token=token)
             return None
 
         refusal: str | None = self.store.change_conversation_ref(session_id, take)
         if refusal is not None:
             return refusal
         self._refresh(session_id)
-        if choice == "clean":
+        if choice == "clean" and not self._data(session_id).get("cleaned"):
             self._clean(session_id, None)
+            self._set(session_id, cleaned=True)
         return None
 
-    def clean_one(self, session_id: str, actor: str, index: int) -> str | None:
-        """Review each: one row's Clean up button."""
+    def clean_one(self, session_id: str, actor: str, index: int,
+                  token: str | None = None) -> str | None:
+        """Review each: one row's Clean up button (``token``: as :meth:`choose`)."""
         def take(ref: dict[str, Any]) -> str | None:
             data = ref.get(KEY) or {}
             rows = data.get("rows") or []
             if data.get("state") != "review" or not 0 <= index < len(rows):
                 return "This orphan report is no longer being reviewed."
             name = rows[index][1]
+            tokens = data.setdefault("row_tokens", {})
+            if token and tokens.get(name) == token and \
+                    (data.get("status") or {}).get(name) == "cleaning":
+                return None  # this very click, applied again before its cleanup recorded
             if (data.get("status") or {}).get(name):
                 return f"{name} is already {data['status'][name]}."
             data.setdefault("status", {})[name] = "cleaning"
+            if token:
+                tokens[name] = token
             return None
 
         refusal: str | None = self.store.change_conversation_ref(session_id, take)

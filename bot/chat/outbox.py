@@ -133,6 +133,10 @@ class Outbox:
         self.store = store
         self.port_for = port_for
         self.clock = clock
+        #: when set (``ghost serve`` / ``ghost worker``: ``bot.chat.pump``), what is owed is
+        #: sent by background threads and the caller never waits on the chat's pace; unset
+        #: (tests, one-off commands) it is sent in the caller's thread
+        self.pump: Callable[[str], None] | None = None
         self.senders: dict[str, Sender] = {
             "text": lambda inv, port, p: port.post_text(inv, str(p["text"]),
                                                          notice=bool(p.get("notice"))),
@@ -176,6 +180,10 @@ class Outbox:
             key = message_key(kind, int((inv.state or {}).get("turn_count") or 0), payload)
         if self.port_for(inv.platform) is None or not inv.channel_ref or not inv.thread_ref:
             return self.owe(session_id, kind, payload, key)  # no thread yet: kept for later
+        if self.pump is not None:  # recorded now, sent by a background thread
+            self.owe(session_id, kind, payload, key)
+            self.pump(session_id)
+            return key
         add = self._adder(kind, payload, key)
 
         def add_and_claim(ref: dict[str, Any]) -> Any:
@@ -200,7 +208,15 @@ class Outbox:
 
     # ------------------------------------------------------------------ delivering
     def deliver(self, session_id: str, limit: int = 50) -> int:
-        """Send what is due in one thread, in order; how many arrived. Never raises."""
+        """Send what is due in one thread, in order; how many arrived (0 when handed to the
+        background pump). Never raises."""
+        if self.pump is not None:
+            self.pump(session_id)
+            return 0
+        return self._deliver(session_id, None, limit)
+
+    def deliver_now(self, session_id: str, limit: int = 50) -> int:
+        """:meth:`deliver` in this thread (what the pump runs)."""
         return self._deliver(session_id, None, limit)
 
     def _deliver(self, session_id: str, claimed: Claim | None, limit: int = 50) -> int:

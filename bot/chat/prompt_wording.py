@@ -20,6 +20,9 @@ class Prompt:
 
 
 def prompt_for(kind: str, session_id: str, max_turns: int, key: str | None = None) -> Prompt:
+    if kind == "parked":
+        return Prompt(kind, session_id, "Gemini was unavailable for too long, so Ghost parked "
+                      "this investigation where it was. Resume it once Gemini answers.", key)
     if kind == "turn_limit":
         return Prompt(kind, session_id, f"Ghost reached its limit of {max_turns} turns. Extend "
                       "by 10 turns, or write the RCA with what it has.", key)

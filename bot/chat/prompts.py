@@ -46,14 +46,21 @@ class Answer:
     by: str | None
     choice: str
     at: str
+    #: the recorded request that gave this answer (its inbox key): applying that request
+    #: again after a crash recognises its own answer and finishes the job instead of being
+    #: told "already answered"
+    token: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"by": self.by, "choice": self.choice, "at": self.at}
+        out: dict[str, Any] = {"by": self.by, "choice": self.choice, "at": self.at}
+        if self.token:
+            out["token"] = self.token
+        return out
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Answer:
         return cls(data.get("by"), str(data.get("choice") or "Answered"),
-                   str(data.get("at") or ""))
+                   str(data.get("at") or ""), data.get("token"))
 
     def sentence(self) -> str:
         """``Continued by {user:U1} at 09:12 UTC`` (the platform renders the placeholder)."""
@@ -92,6 +99,16 @@ def answer_of(inv: Any, key: str) -> Answer | None:
     return Answer.of(data) if data else None
 
 
+def answered_by_token(inv: Any, token: str | None) -> str | None:
+    """The key of the prompt that the recorded request ``token`` answered, if any."""
+    if not token:
+        return None
+    for key, item in ((inv.conversation_ref or {}).get(KEY) or {}).items():
+        if ((item or {}).get("answer") or {}).get("token") == token:
+            return str(key)
+    return None
+
+
 def check_click(inv: Any, key: str | None) -> None:
     """Raise :class:`AlreadyAnswered` when the clicked prompt ``key`` is not the one Ghost
     waits on (answered, or moved past); None (an older card without a key) is refused too."""
@@ -120,9 +137,10 @@ class PromptBook:
     def __init__(self, store: Any) -> None:
         self.store = store
 
-    def claim(self, session_id: str, key: str, by: str | None, choice: str) -> Answer:
+    def claim(self, session_id: str, key: str, by: str | None, choice: str,
+              token: str | None = None) -> Answer:
         """Record the answer to ``key``; :class:`AlreadyAnswered` when someone was first."""
-        answer = Answer(by, choice, iso_utc(utc_now()))
+        answer = Answer(by, choice, iso_utc(utc_now()), token)
 
         def change(ref: dict[str, Any]) -> dict[str, Any] | None:
             prompts = ref.setdefault(KEY, {})

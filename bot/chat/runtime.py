@@ -34,6 +34,7 @@ from bot.chat.prompts import (
     NotWaiting,
     PromptBook,
     answer_of,
+    answered_by_token,
     check_click,
     entry,
     key_of,
@@ -45,6 +46,7 @@ from core.engine.loop import Engine, Outcome
 from core.errors import GhostError
 from core.safety.approval import ApprovalPolicy, Decision
 from core.session_state import iso_utc, utc_now
+from storage.investigations import PRIORITY_HUMAN
 
 log = logging.getLogger(__name__)
 __all__ = ["AlreadyAnswered", "ChatRuntime", "NotWaiting"]
@@ -53,6 +55,8 @@ __all__ = ["AlreadyAnswered", "ChatRuntime", "NotWaiting"]
 ROOT_PENDING, ROOT_POSTING, ROOT_REFUSED = "pending", "posting", "refused"
 #: how long a worker waits before trying a root message again after a transient error
 ROOT_RETRY_S = 5.0
+#: a ``posting`` claim on a root is another process's (or thread's) for this long
+ROOT_CLAIM_S = 30.0
 
 
 def _held(inv: Any, now: datetime) -> bool:
@@ -89,14 +93,40 @@ class ChatRuntime:
         #: every post owed to a thread (``bot.chat.outbox``), shared with the notifier
         self.outbox = notifier.outbox
         self.outbox.register("prompt", self._send_prompt)
+        self.outbox.register("parked", self._send_parked)
         self.rca = RcaUploads(store, port_for, self.outbox)
         #: Told the requester why the root could not be posted (not invited…): True when the
         #: error is for good; False leaves it queued to try again (the chat front end sets it).
         self.root_refused: Callable[[Any, Exception], bool] = lambda _inv, _exc: False
-        #: acts once on a mention stored before its ack (the chat front end sets it)
-        self.answer_mention: Callable[[str, str], bool] = lambda _sid, _key: False
+        #: applies, once, a request recorded in an investigation's inbox before its ack, per
+        #: platform (each chat front end registers its own); the ``reconcile`` job uses them
+        #: for entries whose process died after the ack
+        self.appliers: dict[str, Callable[[str, str], bool]] = {}
         #: the requests being answered; ``ghost serve`` waits for them on SIGTERM
         self.in_flight = InFlight()
+        #: posts a slash command's thread root right after its ack (``background``); None:
+        #: the worker that claims the investigation posts it (tests, one-off commands)
+        self.post_root_soon: Callable[[str], None] | None = None
+
+    def background(self, *, delivery_threads: int = 8, root_threads: int = 4) -> None:
+        """``ghost serve`` / ``ghost worker``: thread roots are posted right after the ack by
+        threads of their own, and posts owed to threads are sent by background threads, so
+        neither a root nor a worker ever waits for a worker thread or the chat's pace
+        (``bot.chat.pump``)."""
+        from bot.chat.pump import Pump
+
+        self.outbox.pump = Pump(self.outbox.deliver_now, threads=delivery_threads,
+                                name="ghost-deliver")
+        self.post_root_soon = Pump(self._post_root_now, threads=root_threads,
+                                   name="ghost-roots")
+
+    def _post_root_now(self, session_id: str) -> None:
+        from bot.worker import TryLater
+
+        try:
+            self.open_thread(session_id)
+        except TryLater as exc:  # the worker that claims it tries again
+            log.info("%s", exc.message)
 
     def before_advance(self, session_id: str) -> None:
         """A worker holds the lease and is about to advance: the thread's root message if a
@@ -140,7 +170,7 @@ class ChatRuntime:
         """The periodic catch-up: posts owed to threads, unposted cards and RCA uploads
         (``deliver_due``), orphan cleanups whose
         approval was decided but not continued (the clicking process died, or it expired),
-        and mentions acked but not acted on (``answer_mention``)."""
+        and requests acked but not applied (``appliers``)."""
         stale = iso_utc(now - timedelta(seconds=30))
         for inv in self.store.list_investigations(statuses=("awaiting_user",), limit=200):
             # a kill between the engine's save and ``after_advance`` left the prompt unowed
@@ -153,9 +183,10 @@ class ChatRuntime:
         for inv in self.store.list_investigations(limit=200):
             if ((inv.conversation_ref or {}).get("orphans") or {}).get("waiting"):
                 count += self.orphans.continue_waiting(inv.session_id)
+            apply = self.appliers.get(inv.platform)
             for key, item in dict((inv.conversation_ref or {}).get("inbox") or {}).items():
-                if str(item.get("at") or "") < stale:  # acked, then its process died
-                    count += int(self.answer_mention(inv.session_id, key))
+                if apply is not None and str(item.get("at") or "") < stale:
+                    count += int(apply(inv.session_id, key))  # acked, then its process died
         return count
 
     def _port(self, platform: str) -> ChatPort:
@@ -166,23 +197,38 @@ class ChatRuntime:
 
     # ----------------------------------------------------------------- operations
     def accept(self, *, platform: str, channel: str, user: str, symptom: str,
-               reply_to: str | None = None) -> str:
+               reply_to: str | None = None, thread: str | None = None,
+               conversation_ref: dict[str, Any] | None = None,
+               event_key: str | None = None) -> str:
         """Record a slash command whole, before it is acked: one transaction with the row
         (queued), the symptom as the first user turn and "root message not yet posted".
         ``reply_to`` (Slack's response_url) reaches the requester where Ghost cannot post.
-        The worker that claims it posts the root (``open_thread``) and runs it."""
+        The worker that claims it posts the root (``open_thread``) and runs it.
+
+        A request that starts in its own thread (Teams: the mention's post is the root)
+        passes ``thread`` and its ``conversation_ref``; ``event_key`` (the platform's request
+        id) is remembered in the same transaction, so a redelivered request is known after a
+        crash (:class:`storage.investigations.AlreadySeen`)."""
         from core.engine.history import user_text
         from core.engine.loop import new_engine_state
 
-        ref: dict[str, Any] = {"root": {"state": ROOT_PENDING}}
+        ref: dict[str, Any] = dict(conversation_ref or {})
+        ref["root"] = {"state": ROOT_PENDING, **({"in_thread": True} if thread else {})}
         if reply_to:
             ref["reply_to"] = reply_to
         inv = self.store.create_investigation(
             symptom=symptom, model=self.model, audit_dir=self.audit_dir, requested_by=user,
-            platform=platform, channel_ref=channel, status="queued", conversation_ref=ref,
-            engine_state=new_engine_state(started_at=utc_now()),
-            turns=[("user", user_text(symptom))])
+            platform=platform, channel_ref=channel, thread_ref=thread, status="queued",
+            conversation_ref=ref, engine_state=new_engine_state(started_at=utc_now()),
+            turns=[("user", user_text(symptom))], event_key=event_key)
         return str(inv.session_id)
+
+    def opened(self, session_id: str) -> None:
+        """After the ack of an accepted slash command: its root goes out now (``background``),
+        ahead of other posts and without waiting for a worker; the worker is woken."""
+        if self.post_root_soon is not None:
+            self.post_root_soon(session_id)
+        self.kick()
 
     def open_thread(self, session_id: str) -> None:
         """Post the root (status) message of an accepted investigation, once; the worker
@@ -196,27 +242,50 @@ class ChatRuntime:
         """
         inv = self.store.get_investigation(session_id)
         root = (inv.conversation_ref or {}).get("root") or {}
-        if inv.thread_ref or root.get("state") not in (ROOT_PENDING, ROOT_POSTING):
+        if root.get("state") not in (ROOT_PENDING, ROOT_POSTING):
+            return
+        in_thread = bool(root.get("in_thread"))  # Teams: the thread exists; the status card
+        if inv.thread_ref and not in_thread:      # is its root message
             return
         port = self._port(inv.platform)
-        at = iso_utc(utc_now())
+        now = utc_now()
+        at = iso_utc(now)
 
-        def claim(ref: dict[str, Any]) -> bool:
+        def claim(ref: dict[str, Any]) -> str:
             current = ref.get("root") or {}
-            if current.get("state") not in (ROOT_PENDING, ROOT_POSTING):
-                return False
+            state = current.get("state")
+            if state == ROOT_POSTING and str(current.get("until") or "") > at:
+                return "busy"  # another thread or process is posting it right now
+            if state not in (ROOT_PENDING, ROOT_POSTING):
+                return "done"
             ref["root"] = {**current, "state": ROOT_POSTING, "at": at,
+                           "until": iso_utc(now + timedelta(seconds=ROOT_CLAIM_S)),
                            "attempts": int(current.get("attempts") or 0) + 1}
-            return True
+            return "claimed"
 
-        if not self.store.change_conversation_ref(session_id, claim):
+        claimed = self.store.change_conversation_ref(session_id, claim)
+        if claimed == "busy":
+            from bot.worker import TryLater
+
+            raise TryLater(f"The root message of {session_id} is being posted by another "
+                           "thread; going on once it is in.", retry_in=1.0)
+        if claimed != "claimed":
             return
         # a holder killed mid-post left "posting": look for its root before posting another
         port = keyed_port(port, f"root:{session_id}", root.get("state") == ROOT_POSTING)
         try:
-            ts = port.post_root(str(inv.channel_ref), status_view(inv))
+            ahead = self.store.queue_position(session_id) if inv.status == "queued" else None
+            view = status_view(inv, ahead=ahead)
+            if in_thread:
+                ts = str(port.post_status(inv, view))  # type: ignore[attr-defined]
+            else:
+                ts = port.post_root(str(inv.channel_ref), view)
         except Exception as exc:  # noqa: BLE001 - refused for good, or try again later
             self._root_not_posted(inv, exc)
+            return
+        if in_thread:
+            self.store.change_conversation_ref(session_id, lambda ref: ref.__setitem__(
+                "root", {**(ref.get("root") or {}), "state": "posted", "ts": ts, "at": at}))
             return
         self.store.record_root(session_id, ts, {"state": "posted", "ts": ts, "at": at})
 
@@ -227,6 +296,13 @@ class ChatRuntime:
             return lambda ref: ref.__setitem__("root", {**(ref.get("root") or {}),
                                                         "state": state, "error": why})
 
+        if ((inv.conversation_ref or {}).get("root") or {}).get("in_thread"):
+            # the thread exists (Teams): the investigation goes on; the status card is posted
+            # by the next status refresh that reaches the platform
+            log.warning("could not post the status card of %s (%s: %s); the next status "
+                        "update posts it", sid, type(error).__name__, error)
+            self.store.change_conversation_ref(sid, back("deferred", str(error)[:200]))
+            return
         if self.root_refused(inv, error):  # the requester was told what to fix
             self.store.change_conversation_ref(sid, back(ROOT_REFUSED, str(error)[:200]))
             self.store.set_status(sid, "failed")
@@ -249,13 +325,15 @@ class ChatRuntime:
 
     def instruct(self, session_id: str, text: str, *, actor: str | None = None,
                  choice: str = MENTIONED, key: str | None = None,
-                 clicked: bool = False) -> None:
+                 clicked: bool = False, token: str | None = None) -> None:
         """Send an instruction as the next user turn: a Continue click (``clicked``, with the
-        prompt's ``key``), a mention, queued instructions. The open prompt is answered."""
+        prompt's ``key``), a mention, queued instructions. The open prompt is answered.
+        ``token`` names the recorded request (its inbox key): applied again after a crash, it
+        does what is left and nothing twice."""
         self._answer(session_id, ("awaiting_user",), lambda inv: (
             f"Investigation {session_id} is not waiting for an instruction right now "
             f"({status_view(inv).phase})."), lambda: self.engine.instruct(session_id, text),
-            actor, choice, key, clicked)
+            actor, choice, key, clicked, token)
 
     def check_prompt(self, session_id: str, key: str | None) -> None:
         """Before a Continue modal opens: :class:`AlreadyAnswered` for an old prompt."""
@@ -263,22 +341,38 @@ class ChatRuntime:
 
     def _answer(self, session_id: str, phases: tuple[str, ...], why: Callable[[Any], str],
                 act: Callable[[], None], actor: str | None, choice: str, key: str | None,
-                clicked: bool) -> None:
+                clicked: bool, token: str | None = None) -> None:
         """Answer the prompt Ghost waits on, once: claim it (first answer wins in every
-        process), act, and show the answer on the prompt's messages instead of buttons."""
+        process), act, and show the answer on the prompt's messages instead of buttons.
+
+        With ``token`` (the recorded request's key) it may be applied again after a crash:
+        a claim already carrying that token is this request's own, so what is left is done
+        (the act, if the investigation still waits at that prompt) and nothing twice."""
+        inv = self.store.get_investigation(session_id)
+        mine = answered_by_token(inv, token)
+        if mine is not None:
+            if key_of(inv) == mine:  # claimed, then the process died before the act
+                act()
+                self.store.requeue(session_id, from_statuses=("awaiting_user", "running"),
+                                   priority=PRIORITY_HUMAN)
+            self.close_prompt(session_id, mine)
+            self.notifier.refresh_status(session_id)
+            return
         if clicked:
-            check_click(self.store.get_investigation(session_id), key)
+            check_click(inv, key)
         inv = self._live(session_id)
         current = key_of(inv)
         if (inv.engine_state or {}).get("phase") not in phases or current is None:
             raise NotWaiting(why(inv))
-        answer = self.prompts.claim(session_id, current, actor, choice)
+        answer = self.prompts.claim(session_id, current, actor, choice, token)
         try:
             act()
         except BaseException:
             self.prompts.release(session_id, current, answer)
             raise
-        self.store.set_status(session_id, "queued")
+        # a person answered: this resumption goes ahead of model turns (the decision lane)
+        self.store.requeue(session_id, from_statuses=("awaiting_user", "running"),
+                           priority=PRIORITY_HUMAN)
         self.close_prompt(session_id, current)
         self.notifier.refresh_status(session_id)
 
@@ -297,17 +391,23 @@ class ChatRuntime:
             except Exception:  # noqa: BLE001 - the answer stands; a stale button is refused
                 log.exception("could not close prompt %s of %s", key, session_id)
 
-    def queue_instruction(self, session_id: str, user: str, text: str) -> int:
+    def queue_instruction(self, session_id: str, user: str, text: str, *,
+                          take: str | None = None) -> int | None:
         """Keep an instruction that came while Ghost was busy; it is sent as the next user
-        turn once Ghost waits for one. Stored in the database; returns how many wait."""
+        turn once Ghost waits for one. Stored in the database; returns how many wait.
+        ``take``: the inbox entry it came from, removed in the same transaction (None is
+        returned, and nothing queued, when it was taken already: queued once)."""
         item = {"user": user, "text": text}
 
-        def push(ref: dict[str, Any]) -> int:
+        def push(ref: dict[str, Any]) -> int | None:
+            if take is not None and (ref.get("inbox") or {}).pop(take, None) is None:
+                return None
             queue = ref.setdefault("queued_instructions", [])
             queue.append(item)
             return len(queue)
 
-        return int(self.store.change_conversation_ref(session_id, push))
+        queued = self.store.change_conversation_ref(session_id, push)
+        return None if queued is None else int(queued)
 
     def deliver_queued(self, session_id: str) -> list[dict[str, Any]]:
         """Send the queued instructions if Ghost waits for one; what was sent (or nothing)."""
@@ -330,16 +430,18 @@ class ChatRuntime:
         return taken
 
     def finish(self, session_id: str, *, actor: str | None = None, choice: str = DONE,
-               key: str | None = None, clicked: bool = False) -> None:
+               key: str | None = None, clicked: bool = False,
+               token: str | None = None) -> None:
         self._answer(session_id, PHASES, lambda inv: (
             f"Investigation {session_id} is not waiting for Done right now."),
-            lambda: self.engine.finish(session_id), actor, choice, key, clicked)
+            lambda: self.engine.finish(session_id), actor, choice, key, clicked, token)
 
     def extend(self, session_id: str, *, actor: str | None = None, choice: str = EXTENDED,
-               key: str | None = None, clicked: bool = False) -> None:
+               key: str | None = None, clicked: bool = False,
+               token: str | None = None) -> None:
         self._answer(session_id, ("turn_limit",), lambda inv: (
             f"Investigation {session_id} is not at its turn limit."),
-            lambda: self.engine.extend(session_id), actor, choice, key, clicked)
+            lambda: self.engine.extend(session_id), actor, choice, key, clicked, token)
 
     def cancel(self, session_id: str, actor: str) -> int:
         """Stop an investigation; its pending approvals are closed (nothing else runs)."""
@@ -364,10 +466,19 @@ class ChatRuntime:
         self.notifier.refresh_status(session_id)
         return closed
 
-    def resume(self, session_id: str) -> str:
+    def resume(self, session_id: str, *, actor: str | None = None) -> str:
         """Make it runnable again; for a finished one whose RCA upload was not confirmed,
-        upload the RCA again (the person asked for it). What happened, in one line."""
+        upload the RCA again (the person asked for it). What happened, in one line. A parked
+        investigation's Resume button shows who resumed it."""
         inv = self.store.get_investigation(session_id)
+        parked = (inv.engine_state or {}).get("outage") or {}
+        if inv.status == "parked" and parked.get("since"):
+            parked_key = f"parked:{parked['since']}"
+            try:
+                self.prompts.claim(session_id, parked_key, actor, "Resumed")
+                self.close_prompt(session_id, parked_key)
+            except AlreadyAnswered:
+                pass
         if inv.status == "completed":
             if (inv.conversation_ref or {}).get("rca_posted") or not inv.rca_markdown:
                 raise NotWaiting(f"Investigation {session_id} is finished; its RCA is in the "
@@ -434,6 +545,8 @@ class ChatRuntime:
                 return
         if outcome.kind in PHASES:
             self._owe_prompt(inv, outcome.kind)
+        elif outcome.kind == "parked":
+            self._owe_parked(inv)
         elif outcome.kind == "completed":
             self.post_rca_once(session_id)
         self.deliver(session_id)
@@ -455,6 +568,25 @@ class ChatRuntime:
         self.outbox.owe(inv.session_id, "prompt", {"key": key, "max_turns": max_turns},
                         key=f"prompt:{key}:{asked}")
         return True
+
+    def _owe_parked(self, inv: Any) -> None:
+        """Gemini stayed unavailable past the limit: say so once, with a Resume button."""
+        outage = (inv.engine_state or {}).get("outage") or {}
+        key = f"parked:{outage.get('since') or int(inv.state.get('turn_count') or 0)}"
+        self.outbox.owe(inv.session_id, "parked", {"key": key, "error": str(
+            outage.get("error") or "no answer"), "minutes": self.engine.outage.limit_s / 60},
+            key=key)
+
+    def _send_parked(self, inv: Any, port: ChatPort, payload: Any) -> None:
+        """The outbox's sender for the parked notice and its Resume button."""
+        if inv.status != "parked":
+            return  # resumed before the notice went out
+        from bot.chat.endings import parked
+
+        text = parked(str(inv.session_id), str(payload["error"]), float(payload["minutes"]))
+        key = str(payload["key"])
+        where = port.post_prompt(inv, Prompt("parked", str(inv.session_id), "⚠️ " + text, key))
+        self.prompts.posted(str(inv.session_id), key, where, 0)
 
     def _send_prompt(self, inv: Any, port: ChatPort, payload: Any) -> None:
         """The outbox's sender for Continue / Done (Extend / Generate RCA) prompts."""

@@ -21,6 +21,7 @@ PHASES = {
     "running": "Investigating",
     "awaiting_approval": "Waiting for an approval",
     "awaiting_user": "Waiting for you: Continue or Done",
+    "parked": "Parked — Gemini stayed unavailable; press Resume once it answers",
     "completed": "Finished — RCA posted below",
     "cancelled": "Cancelled",
     "failed": "Stopped on an error — see the thread",
@@ -53,25 +54,43 @@ class StatusView:
     #: tokens, estimated cost and time so far (core.engine.usage.status_usage), when the
     #: model reported usage
     usage: str = ""
+    #: queued and not started: how many investigations are ahead of it
+    ahead: int | None = None
 
     def fingerprint(self) -> str:
         """Equal fingerprints mean an edit would change nothing (so none is sent)."""
         return repr(self)
 
 
-def status_view(inv: InvestigationLike) -> StatusView:
+def queued_words(ahead: int | None) -> str:
+    """Where a queued investigation stands: "Queued: 3 investigations ahead"."""
+    if ahead is None:
+        return PHASES["queued"]
+    if ahead == 0:
+        return "Queued: next in line — a worker picks it up in a moment"
+    return f"Queued: {ahead} investigation{'s' if ahead != 1 else ''} ahead"
+
+
+def status_view(inv: InvestigationLike, *, ahead: int | None = None) -> StatusView:
     state, engine = inv.state, inv.engine_state or {}
     hyps = tuple(Hypothesis(str(h.get("id")), str(h.get("description") or ""),
                             str(h.get("state") or ""))
                  for h in state.get("hypothesis_log") or [] if isinstance(h, Mapping))
     denials = sum(int(v) for v in (state.get("denial_tracker") or {}).values()
                   if isinstance(v, int))
+    outage = engine.get("outage") or {}
+    phase = PHASES.get(inv.status, inv.status)
+    if inv.status == "queued" and ahead is not None:
+        phase = queued_words(ahead)
+    elif outage and inv.status in ("queued", "running"):  # the one state story's words
+        phase = (f"Waiting for Gemini — unavailable, retrying until "
+                 f"{str(outage.get('until') or '')[11:16]} UTC")
     return StatusView(
         session_id=inv.session_id, symptom=inv.symptom, requested_by=inv.requested_by,
-        status=inv.status, phase=PHASES.get(inv.status, inv.status),
+        status=inv.status, phase=phase,
         turn=int(state.get("turn_count") or 0), max_turns=int(engine.get("max_turns") or 50),
         hypotheses=hyps, tasks=tuple(str(t) for t in state.get("active_task_ids") or []),
-        denials=denials, usage=_usage(engine),
+        denials=denials, usage=_usage(engine), ahead=ahead,
     )
 
 
@@ -117,15 +136,9 @@ def status_line(store: Any, sid: str, *, list_hint: str, captures: bool = False)
     return line + ("\nCaptures:" + "".join(f"\n• {t}" for t in tasks) if tasks else "")
 
 
-#: the statuses in which an investigation may still continue
-LIVE_STATUSES = ("queued", "running", "awaiting_approval", "awaiting_user")
-
-
 def shown_status(inv: Any, now: datetime) -> str:
-    """The status, or "interrupted" for a terminal run nobody holds any more (no worker runs
-    a terminal investigation, so one left "queued" by a killed process is interrupted too)."""
-    if inv.platform != "terminal" or inv.status not in LIVE_STATUSES:
-        return str(inv.status)
-    expires = inv.lease_expires_at
-    held = bool(inv.lease_owner) and expires is not None and expires > now
-    return str(inv.status) if held else "interrupted"
+    """The state every view shows (``bot.state.state_of``): the status, or "interrupted" for
+    a terminal run nobody holds any more."""
+    from bot.state import state_of
+
+    return state_of(inv, now=now).name

@@ -38,6 +38,20 @@ def list_approvals(args: argparse.Namespace) -> int:
     return 0
 
 
+def _next(store: object, session_id: str | None) -> str:
+    """What continues the investigation after a decision, in words true for it."""
+    from core.errors import UnknownInvestigation
+
+    try:
+        inv = store.get_investigation(session_id) if session_id else None  # type: ignore[attr-defined]
+    except UnknownInvestigation:
+        inv = None
+    if inv is not None and inv.platform == "terminal":
+        return (f"`ghost investigate --resume {inv.session_id}` runs it (a terminal "
+                "investigation is not run by workers)")
+    return "a `ghost worker` continues the investigation"
+
+
 def decide(args: argparse.Namespace) -> int:
     from bot.bootstrap import build_store
     from bot.contract.deciding import decide as apply_decision
@@ -62,7 +76,7 @@ def decide(args: argparse.Namespace) -> int:
            "status": approval.status if approval else None,
            "new_approval_id": successor,
            "summary": result.message,
-           "next": "a `ghost worker` continues the investigation"}
+           "next": _next(store, result.session_id)}
     if args.json:
         emit(doc, session_id=result.session_id, fields=fields)
         return 0

@@ -247,6 +247,12 @@ def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
             else:
                 out.write(f"{resume_hint(session_id)}\n")
                 return 0
+        elif outcome.kind == "parked":
+            minutes = engine.outage.limit_s / 60
+            say(out, f"\n[Gemini] Gemini has been unavailable for {minutes:.0f} min "
+                f"({outcome.text.strip().rstrip('.')}). The investigation is parked where it "
+                "was; nothing is lost.\n" + resume_hint(session_id))
+            return 1
         elif outcome.kind == "awaiting_approval":
             # an approval left open by Ctrl-C (or a crash): the person at the keyboard decides
             if _decide_open_approval(engine, store, outcome.approval_id):

@@ -129,6 +129,7 @@ def _background(services: Any, settings: Settings, stop: threading.Event, *,
     from core.session_state import utc_now
 
     runtime = services.runtime
+    runtime.background()  # roots right after the ack; posts sent off the workers' threads
     owner = worker_id("serve" if run_worker else "web")
     jobs = PeriodicJobs(store=services.store, shell_for=runtime.shell_for,
                         close_card=runtime.close_card, owner=owner,
@@ -171,7 +172,7 @@ def serve(args: argparse.Namespace) -> int:
     teams = _teams(settings, store, slack)
     services = teams or slack  # the worker's runtime posts to every configured platform
     if teams and slack:  # its reconcile job finds Slack's inbox entries (mentions, clicks)
-        teams.runtime.answer_mention = slack.runtime.answer_mention
+        teams.runtime.appliers.update(slack.runtime.appliers)
     started = _background(services, settings, stop, run_worker=run_worker)
     from bot.health import Readiness
 
@@ -270,6 +271,8 @@ def worker(args: argparse.Namespace) -> int:
             if settings.slack_bot_token or not settings.teams_configured else None
         teams = _teams(settings, store, slack)
         services = teams or slack
+        if teams and slack:
+            teams.runtime.appliers.update(slack.runtime.appliers)
     if args.once:
         from bot.worker import Worker
 

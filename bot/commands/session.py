@@ -13,7 +13,7 @@ from core.session_state import ChecksumStatus, check_checksum
 
 
 def show(args: argparse.Namespace) -> int:
-    inv = build_store().get_investigation(args.session_id)
+    inv = build_store().get_investigation(args.session_id)  # `show --json`: the §8 document
     if inv.corrupted and getattr(args, "json", False):  # the contract's error document
         from bot.contract.codes import Code, ContractError
 
@@ -32,9 +32,13 @@ def show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc, indent=2, ensure_ascii=False))
         return 0
+    from bot.state import state_of
+
     integrity = check_checksum(doc)
+    store = build_store()
+    story = state_of(inv, pending=store.approvals(inv.session_id, statuses=("pending",)))
     print(f"session:     {inv.session_id}")
-    print(f"status:      {inv.status}")
+    print(f"status:      {story.name} — {story.words}")
     print(f"symptom:     {inv.symptom}")
     print(f"requested:   {inv.requested_by or '-'} via {inv.platform}")
     if inv.lab:

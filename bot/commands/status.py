@@ -47,5 +47,6 @@ def _print(sid: str, doc: dict[str, object]) -> None:
     rca = doc["rca"]
     assert isinstance(rca, dict)
     print(f"rca:        {rca['path'] or ('stored' if rca['available'] else '-')}")
-    if doc["resumable"]:
+    print(f"where:      {doc['summary']}")
+    if doc["resumable"] and doc["resume_command"]:
         print(f"next:       {doc['resume_command']}")

@@ -16,9 +16,11 @@ from bot.contract.codes import Code, ContractError, ErrorInfo, Exit
 from bot.contract.envelope import envelope
 from bot.contract.events import Cursor, collect, end_event, waiting_event
 from bot.contract.output import dumps
-from bot.contract.views import FINISHED, worker_active
+from bot.contract.views import FINISHED
+from bot.state import state_of
 
-WAITING = ("awaiting_approval", "awaiting_user")
+#: what a person must give for it to go on (``bot.state``): ``--until-waiting`` ends there
+PERSON = ("approval", "instruction", "turn_limit_decision", "resume")
 
 
 class _Out:
@@ -65,7 +67,8 @@ def watch(args: argparse.Namespace) -> int:
             out.write(end_event(inv))
             return int(Exit.OK if inv.status == "completed" else Exit.ATTENTION)
         now = datetime.now(UTC)
-        if args.until_waiting and inv.status in WAITING and not worker_active(inv, now):
+        state = state_of(inv, now=now)
+        if args.until_waiting and state.waiting_for in PERSON and not state.worker_active:
             out.write(waiting_event(inv, store.approvals(sid, statuses=("pending",)), now))
             return int(Exit.ATTENTION)
         if deadline is not None and time.monotonic() >= deadline:

@@ -41,6 +41,7 @@ class Code(StrEnum):
     APPROVAL_NOT_PENDING = "APPROVAL_NOT_PENDING"
     NOT_ALLOWED = "NOT_ALLOWED"
     NOT_WAITING = "NOT_WAITING"
+    NO_WORKER = "NO_WORKER"
     FAILED = "FAILED"
     INTEGRITY_FAILED = "INTEGRITY_FAILED"
     TIMEOUT = "TIMEOUT"
@@ -61,6 +62,7 @@ TABLE: dict[Code, tuple[Exit, bool]] = {
     Code.APPROVAL_NOT_PENDING: (Exit.ATTENTION, False),
     Code.NOT_ALLOWED: (Exit.ATTENTION, True),
     Code.NOT_WAITING: (Exit.ATTENTION, False),
+    Code.NO_WORKER: (Exit.USAGE, True),
     Code.FAILED: (Exit.ATTENTION, True),
     Code.INTEGRITY_FAILED: (Exit.INTEGRITY, False),
     Code.TIMEOUT: (Exit.TIMEOUT, True),

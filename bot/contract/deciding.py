@@ -34,6 +34,20 @@ class CliDirectory:
         return False
 
 
+class TerminalDirectory:
+    """A `ghost investigate` is one person at a keyboard (DESIGN.md: the two-person rule is a
+    chat feature): its "channel" is that person alone."""
+
+    def __init__(self, owner: str | None) -> None:
+        self.owner = owner
+
+    def is_member(self, user: str, channel: str | None) -> bool:
+        return user == self.owner
+
+    def in_group(self, user: str, group: str) -> bool:
+        return False
+
+
 def _directory(settings: Any, platform: str) -> Any:
     """Slack's own directory when this process can reach Slack; otherwise the CLI's."""
     if platform == "slack" and settings.slack_bot_token:
@@ -67,20 +81,33 @@ def decide(settings: Any, store: Any, *, approval_id: str, actor: str, kind: str
                             "List pending requests with `ghost approvals list`.")
     inv = store.get_investigation(approval.session_id)
     policy = policy_for(settings, inv.platform)
+    directory = _directory(settings, inv.platform)
+    if inv.platform == "terminal":  # the terminal policy: the person who started it decides
+        if actor != inv.requested_by:
+            raise ContractError(Code.NOT_ALLOWED, f"Investigation {inv.session_id} runs in "
+                                f"{inv.requested_by or 'someone'}'s terminal: only the person "
+                                "who started it decides its requests.",
+                                f"Decide as {inv.requested_by} (--as {inv.requested_by}), or at "
+                                f"its keyboard: `ghost investigate --resume {inv.session_id}`.")
+        from core.safety.approval import ApprovalPolicy
+
+        policy = ApprovalPolicy(approvers=frozenset(), two_person=False,
+                                expiry_seconds=settings.approval_expiry_seconds)
+        directory = TerminalDirectory(inv.requested_by)
 
     def shell_for(sid: str) -> Any:
         owner = store.get_investigation(sid)
         return build_shell(settings, store, sid, ChatApprover(), owner.requested_by, policy)
 
-    decider = Decider(store, shell_for, policy, _directory(settings, inv.platform))
+    decider = Decider(store, shell_for, policy, directory)
     result = decider.decide(DecisionRequest(approval_id, actor, kind, reason, new_command))
     if result.status == "refused":
         hint = None
         if not policy.approvers and inv.platform in ("slack", "teams"):
             hint = (f"Decide in the {inv.platform} thread, or configure the approvers list "
                     "to decide from the command line.")
-        elif not policy.approvers and inv.platform == "terminal":
-            hint = ("A terminal investigation's requests are decided at its keyboard: "
+        elif inv.platform == "terminal":
+            hint = (f"Decide as {inv.requested_by}, or at its keyboard: "
                     f"`ghost investigate --resume {inv.session_id}`.")
         raise ContractError(Code.NOT_ALLOWED, result.message, hint or "Ask another engineer.")
     if result.status == "closed":

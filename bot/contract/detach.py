@@ -60,6 +60,12 @@ def detach(args: argparse.Namespace) -> int:
         raise ContractError(Code.INVALID_ARGUMENT, "No symptom given; nothing to investigate.",
                             'Run `ghost investigate "what is broken" --detach --json`.')
     settings = load_settings()
+    if not settings.gemini_api_key and not settings.lab:
+        # nothing could ever run it: refused, not queued to stay "running" forever
+        raise ContractError(Code.NO_WORKER, "No worker can run this investigation: "
+                            "GEMINI_API_KEY is not set, so nothing was created.",
+                            "Set GEMINI_API_KEY (or GHOST_LAB for a lab run) here and for "
+                            "the `ghost worker`, then run the command again.")
     if args.model:
         settings.model = args.model
     if args.audit_dir:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.contract.views import resume_of, waiting_for, when
+from bot.contract.views import when
 
 TEXT_LIMIT = 2000
 
@@ -50,16 +50,19 @@ def _command_event(record: dict[str, Any]) -> dict[str, Any]:
 
 def collect(store: Any, inv: Any, cursor: Cursor) -> list[dict[str, Any]]:
     """Events stored since ``cursor`` (which is advanced), oldest kind first."""
+    from bot.state import state_of
     from storage.contract_queries import audit_after, task_events_after, turns_after
 
     sid = inv.session_id
     events: list[dict[str, Any]] = []
     phase = (inv.engine_state or {}).get("phase")
-    if cursor.state != (inv.status, phase):
-        cursor.state = (inv.status, phase)
-        events.append({"event": "state", "state": inv.status, "phase": phase,
+    state = state_of(inv)
+    if cursor.state != (state.name, phase):
+        cursor.state = (state.name, phase)
+        events.append({"event": "state", "state": state.name, "phase": phase,
                        "turn": int(inv.state.get("turn_count") or 0),
-                       "waiting_for": waiting_for(inv), "at": when(inv.updated_at)})
+                       "waiting_for": state.waiting_for, "at": when(inv.updated_at),
+                       "summary": state.words})
     for turn in turns_after(store, sid, cursor.turn_seq):
         cursor.turn_seq = turn["seq"]
         events.append(_turn_event(turn))
@@ -97,6 +100,8 @@ def end_event(inv: Any) -> dict[str, Any]:
 
 
 def waiting_event(inv: Any, pending: list[Any], now: Any) -> dict[str, Any]:
-    _resumable, command = resume_of(inv, pending, now)
-    return {"event": "waiting", "state": inv.status, "waiting_for": waiting_for(inv),
-            "resume_command": command}
+    from bot.state import state_of
+
+    state = state_of(inv, now=now, pending=pending)
+    return {"event": "waiting", "state": state.name, "waiting_for": state.waiting_for,
+            "resume_command": state.resume_command, "summary": state.words}

@@ -77,8 +77,10 @@ def list_sessions(args: argparse.Namespace) -> int:
         return 0
     if not rows:
         print("No investigations match.")
+    from bot.state import state_of
+
     for inv in rows:
         lab = "[lab] " if inv.lab else ""
-        print(f"{inv.session_id:28} {inv.status:18} {inv.created_at:%Y-%m-%d %H:%M}  "
+        print(f"{inv.session_id:28} {state_of(inv).name:18} {inv.created_at:%Y-%m-%d %H:%M}  "
               f"{lab}{inv.symptom[:60]}")
     return 0

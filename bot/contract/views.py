@@ -80,20 +80,23 @@ def approval_doc(approval: Any, inv: Any, policy: ApprovalPolicy, *,
 
 def session_doc(inv: Any, *, verbose: bool = False, now: datetime | None = None,
                 prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One row of `ghost session list --json`: ``interrupted`` is a terminal run nobody holds
-    any more (its process died); ``cost_usd`` is null when no call reported usage or a model
-    has no price (GHOST_PRICES)."""
-    from bot.chat.status import shown_status
+    """One row of `ghost session list --json`: ``state`` is the one state story's
+    (``bot.state``; ``interrupted``: a terminal run whose process is gone, with
+    ``resume_command`` saying what continues it); ``cost_usd`` is null when no call reported
+    usage or a model has no price (GHOST_PRICES)."""
+    from bot.state import state_of
     from core.engine.usage import priced, recorded
 
     calls = recorded(inv.engine_state)
     dollars = priced(calls, prices or {})[1] if calls else None
+    state = state_of(inv, now=now or datetime.now(UTC))
     doc: dict[str, Any] = {
-        "session_id": inv.session_id, "state": inv.status, "symptom": inv.symptom,
+        "session_id": inv.session_id, "state": state.name, "symptom": inv.symptom,
         "platform": inv.platform, "requested_by": inv.requested_by,
         "created_at": when(inv.created_at), "updated_at": when(inv.updated_at),
         "lab": inv.lab,
-        "interrupted": shown_status(inv, now or datetime.now(UTC)) == "interrupted",
+        "interrupted": state.interrupted,
+        "resume_command": state.resume_command,
         "cost_usd": None if dollars is None else round(float(dollars), 6),
     }
     if verbose:
@@ -103,32 +106,24 @@ def session_doc(inv: Any, *, verbose: bool = False, now: datetime | None = None,
     return doc
 
 
-def waiting_for(inv: Any) -> str | None:
-    phase = (inv.engine_state or {}).get("phase")
-    if inv.status == "awaiting_approval":
-        return "approval"
-    if inv.status == "awaiting_user":
-        return "turn_limit_decision" if phase == "turn_limit" else "instruction"
-    return None
+def waiting_for(inv: Any, now: datetime | None = None) -> str | None:
+    from bot.state import state_of
+
+    return state_of(inv, now=now).waiting_for
 
 
 def worker_active(inv: Any, now: datetime) -> bool:
-    return bool(inv.lease_owner and inv.lease_expires_at and inv.lease_expires_at > now)
+    from bot.state import held
+
+    return held(inv, now)
 
 
 def resume_of(inv: Any, pending: Sequence[Any], now: datetime) -> tuple[bool, str | None]:
     """Whether a person or a script must act for it to go on, and the command that does."""
-    sid, status = inv.session_id, inv.status
-    chat = inv.platform in ("slack", "teams")
-    if status == "completed":
-        return False, None
-    if status == "awaiting_approval" and pending:
-        return True, f"ghost approvals decide {pending[0].approval_id} approve --as USER"
-    interrupted = status in ("queued", "running") and inv.platform == "terminal" \
-        and not worker_active(inv, now)
-    if status in ("awaiting_user", "failed", "cancelled") or interrupted:
-        return True, (f"/ghost resume {sid}" if chat else f"ghost investigate --resume {sid}")
-    return False, None
+    from bot.state import state_of
+
+    state = state_of(inv, now=now, pending=pending)
+    return state.resumable, state.resume_command
 
 
 def _hypothesis(entry: Mapping[str, Any], verbose: bool) -> dict[str, Any]:
@@ -137,21 +132,42 @@ def _hypothesis(entry: Mapping[str, Any], verbose: bool) -> dict[str, Any]:
     return {k: entry.get(k) for k in ("id", "description", "state")}
 
 
-def _task(record: Mapping[str, Any], verbose: bool) -> dict[str, Any]:
-    return dict(record) if verbose else {k: record.get(k) for k in TASK_FIELDS}
+def _task(record: Mapping[str, Any], verbose: bool,
+          approvals: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A task as the views show it: a step waiting for its approval shows the task as
+    ``AWAITING_APPROVAL`` (the orchestrator's own state, e.g. APPROVED for "pre-checks
+    passed", never runs ahead of the approval), with the request it waits on."""
+    doc = dict(record) if verbose else {k: record.get(k) for k in TASK_FIELDS}
+    return doc | task_wait(record, approvals or {})
+
+
+def task_wait(record: Mapping[str, Any], approvals: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` AWAITING_APPROVAL and the step's request while its approval is pending."""
+    step = record.get("pending_step")
+    if not isinstance(step, Mapping) or not step.get("approval_id"):
+        return {}
+    approval = approvals.get(str(step["approval_id"]))
+    if approval is not None and approval.status != "pending":
+        return {}
+    return {"state": "AWAITING_APPROVAL", "orchestrator_state": record.get("state"),
+            "waiting_for_approval": {"approval_id": step["approval_id"],
+                                     "step": step.get("step"), "command": step.get("command")}}
 
 
 def status_doc(inv: Any, *, approvals: Sequence[Any], tasks: Sequence[Mapping[str, Any]],
                policy: ApprovalPolicy, limit: int, verbose: bool,
                now: datetime | None = None) -> dict[str, Any]:
     """`ghost status SID --json`: where it stands and what would move it on."""
+    from bot.state import state_of
+
     now = now or datetime.now(UTC)
     state, engine = inv.state, inv.engine_state or {}
     pending = [a for a in approvals if a.status == "pending"]
     hypotheses = list(state.get("hypothesis_log") or [])
-    resumable, command = resume_of(inv, pending, now)
+    story = state_of(inv, now=now, pending=pending)
+    by_id = {a.approval_id: a for a in approvals}
     doc: dict[str, Any] = {
-        "state": inv.status,
+        "state": story.name,
         "symptom": inv.symptom,
         "platform": inv.platform,
         "requested_by": inv.requested_by,
@@ -159,19 +175,20 @@ def status_doc(inv: Any, *, approvals: Sequence[Any], tasks: Sequence[Mapping[st
         "created_at": when(inv.created_at),
         "updated_at": when(inv.updated_at),
         "phase": {"name": engine.get("phase"), "turn": int(state.get("turn_count") or 0),
-                  "max_turns": engine.get("max_turns"), "waiting_for": waiting_for(inv),
-                  "worker_active": worker_active(inv, now)},
+                  "max_turns": engine.get("max_turns"), "waiting_for": story.waiting_for,
+                  "worker_active": story.worker_active},
         "hypotheses": [_hypothesis(h, verbose) for h in hypotheses[:limit]],
         "active_hypothesis_ids": list(state.get("active_hypothesis_ids") or []),
         "pending_approvals": [approval_doc(a, inv, policy, verbose=verbose, now=now)
                               for a in pending[:limit]],
-        "tasks": [_task(t, verbose) for t in tasks[:limit]],
+        "tasks": [_task(t, verbose, by_id) for t in tasks[:limit]],
         "counts": {"hypotheses": len(hypotheses), "pending_approvals": len(pending),
                    "tasks": len(tasks), "audit_records": inv.audit_count},
         "rca": {"available": bool(inv.rca_markdown), "path": state.get("rca_report_path")},
         "corrupted": inv.corrupted,
-        "resumable": resumable,
-        "resume_command": command,
+        "resumable": story.resumable,
+        "resume_command": story.resume_command,
+        "summary": story.words,
     }
     if verbose:
         doc["rca"]["markdown"] = inv.rca_markdown

@@ -21,6 +21,7 @@ Blocks = list[dict[str, Any]]
 
 APPROVE, DENY, MODIFY = "ghost_approve", "ghost_deny", "ghost_modify"
 CONTINUE, DONE, EXTEND, RCA = "ghost_continue", "ghost_done", "ghost_extend", "ghost_rca"
+RESUME = "ghost_resume"
 ORPHANS_CLEAN, ORPHANS_SKIP, ORPHANS_REVIEW, ORPHAN_CLEAN_ONE = (
     "ghost_orphans_clean", "ghost_orphans_skip", "ghost_orphans_review", "ghost_orphan_one")
 DENY_VIEW, MODIFY_VIEW, CONTINUE_VIEW = "ghost_deny_view", "ghost_modify_view", \
@@ -166,6 +167,9 @@ def prompt_message(prompt: Prompt, done_by: str | None = None,
         blocks.append({"type": "actions", "block_id": f"prompt:{value}",
                        "elements": [button("Extend 10 turns", EXTEND, value),
                                     button("Generate RCA", RCA, value, "primary")]})
+    elif prompt.kind == "parked":
+        blocks.append({"type": "actions", "block_id": f"prompt:{value}",
+                       "elements": [button("Resume", RESUME, value, "primary")]})
     else:
         blocks.append({"type": "actions", "block_id": f"prompt:{value}",
                        "elements": [button("Continue…", CONTINUE, value, "primary"),
@@ -255,6 +259,8 @@ def orphan_report(report: OrphanReport) -> tuple[Blocks, str]:
         out.append(section("🛠️ *Needs manual deletion* (partial cleanup, recorded as "
                            "`manual_cleanup_pending`): " + ", ".join(
                                f"`{escape(n)}`" for n in report.manual)))
+    for note in report.notes[:5]:
+        out.append(context(escape(note)))
     for warning in report.warnings:
         out.append(context(f"Scan incomplete: {escape(warning)}"))
     if report.choice is None:

@@ -234,6 +234,8 @@ class SlackDirectory:
         self.client = client
 
     def is_member(self, user: str, channel: str) -> bool:
+        if not channel:  # not a Slack investigation's channel: nobody is a member of it
+            return False
         cursor: str | None = None
         for _ in range(100):
             response = self.client.conversations_members(channel=channel, cursor=cursor,

@@ -7,6 +7,16 @@ in Slack, so a mention is answered in milliseconds and Teams never waits on the 
 click's invoke response is the card as the clicker should see it; everyone else's copy is
 updated through the port (``close_card``) right after.
 Actors are Entra ID object ids (``aadObjectId``), which is what ``GHOST_TEAMS_APPROVERS`` lists.
+
+Nothing acknowledged is lost (issue 34). Every request that changes something is recorded
+before anything else, in one transaction with its activity id (``chat_events``): an
+``@Ghost investigate`` as the investigation itself (queued, its status card owed as its root),
+an instruction, ``cancel``, ``resume`` and every click as an entry in the investigation's inbox.
+Then it is applied from that record and the entry removed. The connector redelivers a request
+whose answer it did not get: the activity id is known then, so nothing is created twice, and an
+entry still in the inbox (its process died before applying it) is applied now; one nobody
+redelivers is applied by the ``reconcile`` job. Applying is idempotent as in Slack
+(``bot/slack/handlers.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from botbuilder.core import TurnContext
@@ -32,9 +44,8 @@ from bot.chat.prompts import (
     answer_of,
 )
 from bot.chat.runtime import ChatRuntime, NotWaiting
-from bot.chat.status import StatusView, list_lines, status_line, status_view
+from bot.chat.status import list_lines, status_line, status_view
 from bot.chat.steering import why_not_steer
-from bot.chat.threads import begin_in_thread
 from bot.teams import cards
 from bot.teams.graph import REQUEST_TENANT
 from bot.teams.port import (
@@ -51,7 +62,9 @@ from bot.teams.port import (
     thread_reference,
 )
 from core.errors import GhostError, UnknownInvestigation
+from core.session_state import iso_utc, utc_now
 from storage.db import transient_cause
+from storage.investigations import AlreadySeen
 
 log = logging.getLogger(__name__)
 PLATFORM = "teams"
@@ -81,6 +94,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         self.port = port
         self.store = runtime.store
         self._after: set[asyncio.Task[None]] = set()
+        runtime.appliers[PLATFORM] = self.reconcile_entry
 
     # ------------------------------------------------------------------ the turn
     async def on_turn(self, turn_context: TurnContext) -> None:
@@ -120,6 +134,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         """Runs in a worker thread; the text to answer in the thread, if any."""
         ref, channel, root = thread_reference(activity)
         user, name = actor_of(activity)
+        key = event_key(activity)
         try:
             if verb == "help":
                 return TEAMS_HELP
@@ -129,67 +144,183 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
                 return self._status_text(rest)
             if verb == "investigate":
                 return self._investigate(ref, channel, root, user, name, rest,
-                                         team_of(activity))
+                                         team_of(activity), key)
             if verb in ("cancel", "resume"):
-                return self._cancel_or_resume(verb, rest, user)
-            return self._instruct(channel, root, user, " ".join(p for p in (verb, rest) if p))
+                return self._cancel_or_resume(verb, rest, user, key)
+            return self._instruct(channel, root, user, " ".join(p for p in (verb, rest) if p),
+                                  key)
         except (NotWaiting, UnknownInvestigation) as exc:
             return str(exc)
 
     def _investigate(self, ref: dict[str, Any], channel: str, root: str, user: str,
-                     name: str, symptom: str, team: dict[str, str]) -> str | None:
+                     name: str, symptom: str, team: dict[str, str],
+                     key: str | None) -> str | None:
         if not symptom:
             return "Tell me the symptom: `@Ghost investigate web-01 cannot reach redis on 6379`"
         existing = self.store.find_by_thread(PLATFORM, channel, root)
         if existing is not None and existing.status not in ("completed", "cancelled"):
             return (f"This thread already has investigation `{existing.session_id}`. Start a "
                     "new one in a new post, or mention me here with an instruction.")
-
-        def announce(inv: Any) -> None:
-            self.port.post_status(inv, StatusView(
-                session_id=inv.session_id, symptom=symptom, requested_by=user, status="queued",
-                phase="Starting…", turn=0, max_turns=50))
-
-        begin_in_thread(self.runtime, platform=PLATFORM, channel=channel, thread=root,
-                        user=user, symptom=symptom,
-                        conversation_ref={REF: ref, NAME + user: name, **team},
-                        announce=announce)
-        if not later(self.runtime.kick):  # after the status card, so it comes first
-            self.runtime.kick()
+        try:  # recorded whole, with the activity id, before anything else
+            sid = self.runtime.accept(platform=PLATFORM, channel=channel, user=user,
+                                      symptom=symptom, thread=root, event_key=key,
+                                      conversation_ref={REF: ref, NAME + user: name, **team})
+        except AlreadySeen:  # redelivered: it was recorded (and is running) already
+            return None
+        # its status card goes out right after the response, ahead of the worker's posts (or,
+        # if this process dies first, from the worker that claims it)
+        if not later(partial(self._open, sid)):
+            self._open(sid)
         return None
 
-    def _cancel_or_resume(self, verb: str, rest: str, user: str) -> str:
+    def _open(self, session_id: str) -> None:
+        from bot.worker import TryLater
+
+        try:
+            self.runtime.open_thread(session_id)
+        except TryLater as exc:  # the worker that claims it posts it
+            log.info("%s", exc.message)
+        self.runtime.kick()
+
+    def _record(self, session_id: str, key: str | None, item: dict[str, Any]) -> str:
+        """One inbox entry with the request's activity id (one transaction); its key. A
+        redelivery finds the id remembered and records nothing (the entry, if not applied
+        yet, is applied now by the caller)."""
+        key = key or f"teams:{uuid.uuid4().hex}"
+        clicked = CLICKED_IN.get()  # where it was clicked: whoever applies it later judges
+        entry = {**item, "at": iso_utc(utc_now()),  # membership as the request showed it
+                 **({"channel": clicked[1]} if clicked else {})}
+        self.store.remember_event(key, inbox=(session_id, key, entry))
+        return key
+
+    def _cancel_or_resume(self, verb: str, rest: str, user: str, key: str | None) -> str:
         if not rest:
             return f"Which one? `@Ghost {verb} SID` (see `@Ghost list`)."
         sid = rest.split()[0]
-        if verb == "cancel":
-            closed = self.runtime.cancel(sid, user)
-            note = f" {closed} pending approval(s) closed." if closed else ""
-            return f"Cancelled `{sid}`.{note}"
-        self.runtime.resume(sid)
-        self.runtime.kick()
-        return f"Resuming `{sid}` in its thread."
+        self.store.get_investigation(sid)  # UnknownInvestigation: nothing recorded
+        key = self._record(sid, key, {"kind": verb, "user": user})
+        return self.apply(sid, key) or f"`{sid}`: already done."
 
-    def _instruct(self, channel: str, root: str, user: str, text: str) -> str:
+    def _instruct(self, channel: str, root: str, user: str, text: str,
+                  key: str | None) -> str:
         inv = self.store.find_by_thread(PLATFORM, channel, root)
         if inv is None:
             return ("Start an investigation with `@Ghost investigate <symptom>`; inside its "
                     "thread, mention me with instructions. `@Ghost help` lists the commands.")
+        key = self._record(inv.session_id, key, {"kind": "mention", "user": user,
+                                                 "text": text or "Continue."})
+        return self.apply(inv.session_id, key) or "Got it — that instruction was taken."
+
+    # ------------------------------------------------------------------ the inbox
+    def reconcile_entry(self, session_id: str, key: str) -> bool:
+        """The ``reconcile`` job: an entry whose process died after recording it."""
+        inv = self.store.get_investigation(session_id)
+        if key not in ((inv.conversation_ref or {}).get("inbox") or {}):
+            return False
+        self.apply(session_id, key)
+        return True
+
+    def _take(self, session_id: str, key: str) -> bool:
+        return bool(self.store.change_conversation_ref(
+            session_id, lambda ref: (ref.get("inbox") or {}).pop(key, None) is not None))
+
+    def apply(self, session_id: str, key: str) -> str | None:
+        """Act on a recorded request, then remove it; what to answer (None: nothing, or it
+        was applied already). Safe to run again for one entry: every act is idempotent."""
+        item = dict(((self.store.get_investigation(session_id).conversation_ref or {})
+                     .get("inbox") or {}).get(key) or {})
+        clicked = None
+        if item.get("channel") and CLICKED_IN.get() is None:  # the reconcile job's thread:
+            clicked = CLICKED_IN.set((str(item.get("user") or ""),  # membership as the
+                                      str(item["channel"])))        # request showed it
+        try:
+            return self._apply(session_id, key)
+        finally:
+            if clicked is not None:
+                CLICKED_IN.reset(clicked)
+
+    def _apply(self, session_id: str, key: str) -> str | None:
+        inv = self.store.get_investigation(session_id)
+        item = dict(((inv.conversation_ref or {}).get("inbox") or {}).get(key) or {})
+        if not item:
+            return None
+        kind, user = item.get("kind"), str(item.get("user") or "")
+        said: str | None = None
+        try:
+            if kind == "mention":
+                return self._apply_mention(session_id, key, item)
+            if kind == "decision":
+                said = self._apply_decision(item)
+            elif kind == "prompt":
+                said = self._apply_prompt(session_id, key, item)
+            elif kind == "resume":
+                if item.get("button") and inv.status != "parked":
+                    said = f"`{session_id}` was resumed already."
+                else:
+                    said = self.runtime.resume(session_id, actor=user or None)
+                    self.runtime.kick()
+            elif kind == "cancel":
+                closed = self.runtime.cancel(session_id, user)
+                note = f" {closed} pending approval(s) closed." if closed else ""
+                said = f"Cancelled `{session_id}`.{note}"
+        except (NotWaiting, UnknownInvestigation) as exc:
+            said = str(exc)
+        self._take(session_id, key)
+        if said:
+            log.info("request %s of %s: %s", key, session_id, said)
+        return said
+
+    def _apply_mention(self, sid: str, key: str, item: dict[str, Any]) -> str:
+        user, text = str(item["user"]), str(item.get("text") or "Continue.")
+        inv = self.store.get_investigation(sid)
         why = self._why_not_steer(inv, user)
         if why:
+            self._take(sid, key)
             return why
         try:
-            self.runtime.instruct(inv.session_id, text or "Continue.", actor=user,
-                                  choice=MENTIONED)
+            self.runtime.instruct(sid, text, actor=user, choice=MENTIONED, token=key)
         except NotWaiting as exc:
             if inv.status not in QUEUEABLE:
+                self._take(sid, key)
                 return str(exc)
-            waiting = self.runtime.queue_instruction(inv.session_id, user, text or "Continue.")
-            if not self.runtime.deliver_queued(inv.session_id):
+            waiting = self.runtime.queue_instruction(sid, user, text, take=key)
+            if not self.runtime.deliver_queued(sid):
                 return (f"Ghost is busy ({status_view(inv).phase}). Your instruction is queued "
-                        f"({waiting} waiting) and goes to Ghost at its next pause.")
+                        f"({waiting or 'already'} waiting) and goes to Ghost at its next "
+                        "pause.")
+            self.runtime.kick()
+            return "Got it — continuing with your instruction."
+        self._take(sid, key)
         self.runtime.kick()
         return "Got it — continuing with your instruction."
+
+    def _apply_decision(self, item: dict[str, Any]) -> str | None:
+        """A recorded click on an approval card; deciding twice finds the first decision."""
+        approval_id = str(item["approval_id"])
+        result = self.decider.decide(DecisionRequest(
+            approval_id, str(item["user"]), str(item["decision"]), reason=item.get("reason"),
+            new_command=item.get("new_command")))
+        approval = self.store.get_approval(approval_id)
+        if result.ok or (approval is not None and approval.status != "pending"):
+            self.runtime.close_card(approval_id, result.outcome if result.ok else None)
+            self.runtime.kick()
+            return None
+        return result.message
+
+    def _apply_prompt(self, sid: str, key: str, item: dict[str, Any]) -> str | None:
+        user, verb, prompt = str(item["user"]), str(item["verb"]), item.get("prompt")
+        why = self._why_not_steer(self.store.get_investigation(sid), user)
+        if why:
+            return why
+        if verb == cards.CONTINUE:
+            self.runtime.instruct(sid, str(item.get("instruction") or "Continue."), actor=user,
+                                  choice=CONTINUED, key=prompt, clicked=True, token=key)
+        elif verb == cards.EXTEND:
+            self.runtime.extend(sid, actor=user, key=prompt, clicked=True, token=key)
+        else:
+            self.runtime.finish(sid, actor=user, key=prompt, clicked=True, token=key)
+        self.runtime.kick()
+        return None
 
     def _why_not_steer(self, inv: Any, user: str) -> str | None:
         return why_not_steer(self.decider.policy, self.decider.directory, actor=user,
@@ -209,11 +340,13 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         user, name = actor_of(activity)
         _, channel, _ = thread_reference(activity)
         CLICKED_IN.set((user, channel))  # copied into the worker thread below
+        key = event_key(activity)
         try:
             if verb in cards.DECISION_VERBS:
-                content = await asyncio.to_thread(self._decision, verb, data, user, name)
+                content = await asyncio.to_thread(self._decision, verb, data, user, name, key)
             elif verb in cards.PROMPT_VERBS:
-                content = await asyncio.to_thread(self._prompt_answer, verb, data, user, name)
+                content = await asyncio.to_thread(self._prompt_answer, verb, data, user, name,
+                                                  key)
             else:
                 content = cards.notice_card("Ghost does not know this button. It may come from "
                                             "an older version of the app; nothing was done.")
@@ -236,7 +369,8 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         if session_id:
             self.store.update_conversation_ref(session_id, {NAME + user: name})
 
-    def _decision(self, verb: str, data: dict[str, Any], user: str, name: str) -> cards.Card:
+    def _decision(self, verb: str, data: dict[str, Any], user: str, name: str,
+                  key: str | None = None) -> cards.Card:
         approval_id = str(data.get("approval_id") or "")
         approval = self.store.get_approval(approval_id)
         if approval is None:
@@ -245,10 +379,17 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         if verb == cards.MODIFY and not str(data.get("command") or "").strip():
             return self._card_for(approval_id, notice="Enter the command to run, then Submit "
                                                       "edit. Nothing was changed.")
+        request = DecisionRequest(approval_id, user, verb, reason=_text(data.get("reason")),
+                                  new_command=_text(data.get("command")))
+        # recorded (with the click's activity id) before it is decided: a crash in between
+        # leaves it to a redelivery or to the reconcile job, which decide it once
+        sid = str(approval.session_id)
+        key = self._record(sid, key, {
+            "kind": "decision", "approval_id": approval_id, "user": user, "decision": verb,
+            "reason": request.reason, "new_command": request.new_command})
         GROUP_CHECK_FAILED.set(None)
-        result = self.decider.decide(DecisionRequest(
-            approval_id, user, verb, reason=_text(data.get("reason")),
-            new_command=_text(data.get("command"))))
+        result = self.decider.decide(request)
+        self._take(sid, key)
         if result.ok:
             self.runtime.close_card(approval_id, result.outcome)
             self.runtime.kick()
@@ -273,10 +414,11 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
                                    notice=notice)
 
     def _prompt_answer(self, verb: str, data: dict[str, Any], user: str,
-                       name: str) -> cards.Card:
-        """Continue, Done, Extend, Generate RCA. The runtime replaces the prompt's actions by
-        the answer for everyone; a click on an old prompt gets the card as it stands, with who
-        answered it (only the clicker sees that)."""
+                       name: str, event: str | None = None) -> cards.Card:
+        """Continue, Done, Extend, Generate RCA, Resume. Recorded first (with the click's
+        activity id), then applied. The runtime replaces the prompt's actions by the answer
+        for everyone; a click on an old prompt gets the card as it stands, with who answered
+        it (only the clicker sees that)."""
         sid, kind = str(data.get("session_id") or ""), str(data.get("kind") or "awaiting_user")
         key = str(data.get("key") or "") or None
         try:
@@ -287,18 +429,33 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         why = self._why_not_steer(self.store.get_investigation(sid), user)
         if why:
             return cards.prompt_card(prompt, notice=why)
+        if verb == cards.RESUME:
+            entry = self._record(sid, event, {"kind": "resume", "user": user, "button": True})
+            said = self.apply(sid, entry)
+            inv = self.store.get_investigation(sid)
+            answer = answer_of(inv, key) if key else None
+            return cards.prompt_card(prompt, answer.by if answer else None,
+                                     answer.choice if answer else None,
+                                     names=names_for(inv.conversation_ref),
+                                     notice=teams_words(said) if said and answer is None
+                                     else None, closed=answer is not None)
+        entry = self._record(sid, event, {
+            "kind": "prompt", "verb": verb, "user": user, "prompt": key,
+            "instruction": _text(data.get("instruction")) or "Continue."})
         try:
             if verb == cards.CONTINUE:
                 choice = CONTINUED
                 self.runtime.instruct(sid, _text(data.get("instruction")) or "Continue.",
-                                      actor=user, choice=choice, key=key, clicked=True)
+                                      actor=user, choice=choice, key=key, clicked=True,
+                                      token=entry)
             elif verb == cards.EXTEND:
                 choice = EXTENDED
-                self.runtime.extend(sid, actor=user, key=key, clicked=True)
+                self.runtime.extend(sid, actor=user, key=key, clicked=True, token=entry)
             else:
                 choice = DONE
-                self.runtime.finish(sid, actor=user, key=key, clicked=True)
+                self.runtime.finish(sid, actor=user, key=key, clicked=True, token=entry)
         except AlreadyAnswered as exc:
+            self._take(sid, entry)
             inv = self.store.get_investigation(sid)
             answer = answer_of(inv, key) if key else None
             return cards.prompt_card(prompt, answer.by if answer else None,
@@ -306,10 +463,21 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
                                      names=names_for(inv.conversation_ref),
                                      notice=teams_words(str(exc)), closed=True)
         except (NotWaiting, GhostError) as exc:
+            self._take(sid, entry)
             return cards.prompt_card(prompt, notice=teams_words(str(exc)))
+        self._take(sid, entry)
         self.runtime.kick()
         inv = self.store.get_investigation(sid)
         return cards.prompt_card(prompt, user, choice, names=names_for(inv.conversation_ref))
+
+
+def event_key(activity: Activity) -> str | None:
+    """The request's dedup key: its activity id within its conversation (a redelivery of
+    the same request carries the same id)."""
+    if not activity.id:
+        return None
+    conversation = activity.conversation.id if activity.conversation else ""
+    return f"teams:{conversation}:{activity.id}"[:255]
 
 
 def _run_after_response(queue: list[Callable[[], object]]) -> None:

@@ -25,8 +25,9 @@ Names = Callable[[str | None], str]
 CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 APPROVE, DENY, MODIFY = "approve", "deny", "modify"
 CONTINUE, DONE, EXTEND, RCA = "continue", "done", "extend", "rca"
+RESUME = "resume"
 DECISION_VERBS = (APPROVE, DENY, MODIFY)
-PROMPT_VERBS = (CONTINUE, DONE, EXTEND, RCA)
+PROMPT_VERBS = (CONTINUE, DONE, EXTEND, RCA, RESUME)
 STATE_ICON = {"ACTIVE": "🔎", "CONFIRMED": "✅", "CONTRADICTED": "❌", "UNVERIFIABLE": "❔",
               "DENIED_ONCE": "🚫", "DENIED_TWICE": "🚫"}
 #: One Teams message carries about 28 KB; the RCA is split into parts below this.
@@ -184,6 +185,8 @@ def prompt_card(prompt: Prompt, answered_by: str | None = None, choice: str | No
     if prompt.kind == "turn_limit":
         actions = [execute("Extend 10 turns", EXTEND, data),
                    execute("Generate RCA", RCA, data, style="positive")]
+    elif prompt.kind == "parked":
+        actions = [execute("Resume", RESUME, data, style="positive")]
     else:
         actions = [show_card("Continue…", [{"type": "Input.Text", "id": "instruction",
                                             "isMultiline": True, "maxLength": 2000,

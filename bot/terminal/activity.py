@@ -104,9 +104,11 @@ def watch_commands(shell: Any, activity: Activity) -> None:
 class ThinkingBrain:
     """The model, with a status line while it is asked (``generate``); all else passes through.
 
-    A failed attempt that the engine will retry is not silent: the wait before the next one
-    (:meth:`pausing`) prints which endpoint failed, why, and which attempt comes next, so an
-    unreachable or overloaded Gemini shows as such rather than as a frozen console.
+    A failed attempt that the engine will retry is not silent: the engine tells the notifier
+    once per outage what failed and until when it keeps asking (``[Gemini] … retrying until
+    14:32 UTC``), and each wait before the next try (:meth:`pausing`) shows on the status
+    line with the attempt's number, so an unreachable or overloaded Gemini shows as such
+    rather than as a frozen console, without a line per try.
     """
 
     def __init__(self, brain: Any, activity: Activity, *, attempts: int = 4) -> None:
@@ -130,13 +132,13 @@ class ThinkingBrain:
 
         label = f"Ghost is thinking ({self.where()})"
         if self._attempt > 1:
-            label += f", attempt {self._attempt} of {self.attempts}"
+            label += f", attempt {self._attempt}"
         try:
             with self._activity.waiting(label):
                 reply = self._brain.generate(*args, **kwargs)
         except BrainError as exc:
-            if exc.transient and self._attempt < self.attempts:
-                self._failure = str(exc)  # told, with the wait, in pausing()
+            if exc.transient:
+                self._failure = str(exc)  # the wait after it shows in pausing()
                 self._attempt += 1
             else:
                 self._attempt, self._failure = 1, None
@@ -151,14 +153,10 @@ class ThinkingBrain:
             if self._failure is None:
                 sleep(seconds)
                 return
-            out = self._activity.out
-            out.write("\n".join(wrapped(
-                f"[Gemini] attempt {self._attempt - 1} of {self.attempts} failed: "
-                f"{self._failure} — trying again in {seconds:g}s", out)) + "\n")
-            out.flush()
             self._failure = None
-            with self._activity.waiting(f"waiting {seconds:g}s before asking {self.where()} "
-                                        f"again (attempt {self._attempt} of {self.attempts})"):
+            with self._activity.waiting(f"Gemini unavailable: waiting {seconds:g}s before "
+                                        f"asking {self.where()} again (attempt "
+                                        f"{self._attempt})"):
                 sleep(seconds)
 
         return pause

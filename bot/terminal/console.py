@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, TextIO
 
 from bot.terminal.preview import output_preview
@@ -56,6 +57,13 @@ class TerminalNotifier:
     def state_changed(self, session_id: str, state: Mapping[str, Any],
                       engine_state: Mapping[str, Any]) -> None:
         return None
+
+    def model_outage(self, session_id: str, error: str, until: datetime) -> None:
+        """Once per outage: what failed, and until when Ghost keeps asking (the waits between
+        tries show on the status line, not as more lines)."""
+        self._print(f"[Gemini] Gemini is unavailable; retrying until {until:%H:%M} UTC "
+                    "(GHOST_GEMINI_OUTAGE_S; Ctrl-C saves the session for later). What failed: "
+                    f"{error.strip()}")
 
 
 def shell_line(args: Mapping[str, Any], result: Mapping[str, Any]) -> str:

@@ -9,19 +9,20 @@ class TerminalLease:
     """The liveness of a `ghost investigate` process: a lease on its investigation, renewed
     from a daemon thread while the process lives (chat workers hold the same kind of lease).
 
-    Killed with -9, the process stops renewing; once the lease expires, the next session's
-    orphan scan treats the investigation as ended and offers to clean up its captures.
+    Killed with -9, the process stops renewing; the next session's orphan scan on this host
+    sees at once that the process is gone (``bot.terminal.holders``) and offers to clean up its
+    captures; on another host, once the lease expires.
     """
 
     def __init__(self, store: Any, session_id: str, *, seconds: float = 60.0,
                  owner: str | None = None) -> None:
-        import os
-        import socket
+        from bot.terminal.holders import owner_for_this_process
 
         self.store = store
         self.session_id = session_id
         self.seconds = max(float(seconds), 3.0)
-        self.owner = owner or f"terminal:{socket.gethostname()}:{os.getpid()}"
+        #: ``terminal:HOST:PID:START``: the start time tells a reused PID from this process
+        self.owner = owner or owner_for_this_process()
         self._stop: Any = None
         self._thread: Any = None
 
@@ -46,21 +47,12 @@ class TerminalLease:
 
     def _dead_local_holder(self) -> str | None:
         """The holder's owner string when it is a terminal run on this host whose process is
-        gone (killed with -9); None otherwise (another host, or still alive)."""
-        import os
-        import socket
+        gone (killed with -9, its PID free or reused); None otherwise (another host, alive)."""
+        from bot.terminal.holders import is_gone, parse
 
-        holder = getattr(self.store.get_investigation(self.session_id), "lease_owner", None)
-        prefix = f"terminal:{socket.gethostname()}:"
-        if not isinstance(holder, str) or not holder.startswith(prefix):
-            return None
-        try:
-            os.kill(int(holder[len(prefix):]), 0)
-        except ProcessLookupError:
-            return holder
-        except (ValueError, PermissionError):
-            return None
-        return None
+        owner = getattr(self.store.get_investigation(self.session_id), "lease_owner", None)
+        holder = parse(owner)
+        return owner if holder is not None and is_gone(holder) else None
 
     def _renew(self) -> None:
         while not self._stop.wait(self.seconds / 3):

@@ -18,10 +18,11 @@ half-finished turn becomes is in ``core/engine/recovery.py``.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from core.engine import hypotheses as hyp
@@ -50,6 +51,38 @@ class BrainUnavailable(GhostError):
     """Gemini could not answer after retries; the investigation is saved and can resume."""
 
 
+class ModelUnavailable(GhostError):
+    """Gemini is in a transient outage and the next try is more than a short wait away: the
+    step is handed back as saved (nothing of the turn was stored), to be tried again in
+    ``retry_in`` seconds by whichever worker claims it then; the worker's thread is free
+    meanwhile for other investigations' work."""
+
+    def __init__(self, message: str, *, retry_in: float) -> None:
+        super().__init__(message, "Nothing to do: Ghost asks again by itself.")
+        self.retry_in = retry_in
+
+
+@dataclass(frozen=True)
+class OutagePolicy:
+    """How a transient Gemini outage (429, 5xx, timeouts) is waited out.
+
+    Tries go on with a backoff (``first_wait_s``, doubling, at most ``max_wait_s``) until
+    ``limit_s`` after the first failure (GHOST_GEMINI_OUTAGE_S, 10 minutes by default); then the
+    investigation is parked, where it was, for a person to resume. A wait longer than
+    ``inline_s`` is not slept in the caller's thread but handed back (:class:`ModelUnavailable`):
+    a chat worker serves other investigations meanwhile; the terminal waits in place."""
+
+    limit_s: float = 600.0
+    first_wait_s: float = 2.0
+    max_wait_s: float = 30.0
+    inline_s: float = math.inf
+
+    def wait(self, attempts: int, left_s: float) -> float:
+        """Seconds before the try after ``attempts`` failed ones, never past the deadline."""
+        step = min(self.first_wait_s * 2.0 ** max(attempts - 1, 0), self.max_wait_s)
+        return max(0.0, min(step, left_s))
+
+
 class CorruptedState(GhostError):
     """The stored session document cannot be read; nothing is run on a guess."""
 
@@ -71,7 +104,7 @@ class _Held:
 class Outcome:
     """Why ``advance`` stopped."""
 
-    kind: str  # awaiting_approval | awaiting_user | turn_limit | completed
+    kind: str  # awaiting_approval | awaiting_user | turn_limit | completed | parked
     text: str = ""
     approval_id: str | None = None
     rca_markdown: str | None = None
@@ -107,6 +140,7 @@ class Engine:
         retries: int = 3,
         audit_dir: str = "./audit/",
         prices: str | None = None,
+        outage: OutagePolicy | None = None,
     ) -> None:
         self.store = store
         self.brain = brain
@@ -116,7 +150,9 @@ class Engine:
         self.notifier: Notifier = notifier or NullNotifier()
         self.clock = clock
         self.sleep = sleep
+        #: kept for callers that count attempts; an outage is bounded by time (``outage``)
         self.retries = retries
+        self.outage = outage or OutagePolicy()
         self.audit_dir = audit_dir
         self.prices = prices  # GHOST_PRICES, for the RCA's Cost line (core/engine/usage.py)
 
@@ -165,6 +201,7 @@ class Engine:
         engine = self._engine(inv)
         if integrity_warning:
             engine["integrity_warning"] = integrity_warning
+        engine.pop("outage", None)  # a resumed investigation waits out a new outage afresh
         self.shell_for(session_id).recover_interrupted()
         self._save(_held(inv), state, engine)
 
@@ -187,7 +224,9 @@ class Engine:
                     engine["phase"] = "turn_limit"
                     self._save(held, state, engine, status="awaiting_user")
                     return Outcome("turn_limit")
-                self._call_model(held, state, engine)
+                parked = self._call_model(held, state, engine)
+                if parked is not None:
+                    return parked
             elif phase == "dispatch":
                 stop = self._dispatch_next(held, state, engine)
                 if stop is not None:
@@ -204,7 +243,10 @@ class Engine:
                                rca_path=state.get("rca_report_path"), already_done=True)
 
     # ------------------------------------------------------------------ steps
-    def _call_model(self, held: _Held, state: dict[str, Any], engine: dict[str, Any]) -> None:
+    def _call_model(self, held: _Held, state: dict[str, Any],
+                    engine: dict[str, Any]) -> Outcome | None:
+        """One model turn, stored with the state that records it; an :class:`Outcome`
+        (``parked``) only when Gemini stayed unavailable past the outage limit."""
         sid = held.session_id
         records = self.store.audit_records(sid)
         turns = self.store.turns(sid)
@@ -212,7 +254,10 @@ class Engine:
         history = rebuild(turns, records)
         prompt = build_system_prompt(is_resume=bool(state.get("is_resume")),
                                      audit_dir=str(state.get("audit_dir") or self.audit_dir))
-        reply = self._generate(prompt, history)
+        reply = self._generate(prompt, history, held, state, engine)
+        if reply is None:
+            return Outcome("parked", text=str((engine.get("outage") or {}).get("error") or ""))
+        engine.pop("outage", None)  # Gemini answered: the outage, if any, is over
         state["turn_count"] = int(state["turn_count"]) + 1
         if reply.usage:  # Gemini's usageMetadata per model call, saved with the turn
             engine["usage"] = [*(engine.get("usage") or []),
@@ -243,10 +288,20 @@ class Engine:
             self._save(held, state, engine, turns=turn)
         if reply.text:
             self.notifier.model_text(sid, reply.text)
+        return None
 
-    def _generate(self, prompt: str, history: list[dict[str, Any]]) -> ModelReply:
-        delay = 2.0
-        for attempt in range(self.retries + 1):
+    def _generate(self, prompt: str, history: list[dict[str, Any]], held: _Held,
+                  state: dict[str, Any], engine: dict[str, Any]) -> ModelReply | None:
+        """Gemini's answer. A refusal for good (400: a bad key, a rejected history) raises
+        :class:`BrainUnavailable` at once. A transient failure starts (or continues) an
+        outage, recorded in ``engine_state.outage`` (since, until, attempts): the front end
+        is told once (``notifier.model_outage``), and Ghost tries again with a backoff until
+        ``until``; a long wait is handed back (:class:`ModelUnavailable`) so the next holder
+        goes on with the same deadline. Past the deadline the investigation is saved as
+        ``parked`` and None is returned. Nothing of the turn is stored before Gemini answers,
+        so every try is the same request and no tool call is ever made twice."""
+        sid = held.session_id
+        while True:
             try:
                 return self.brain.generate(system_prompt=prompt, tools=TOOL_DECLARATIONS,
                                            history=history)
@@ -255,14 +310,34 @@ class Engine:
                     raise BrainUnavailable(
                         str(exc), "The investigation is saved; resume it once that is fixed.",
                     ) from exc
-                if attempt == self.retries:
-                    raise BrainUnavailable(
-                        f"{exc} (tried {attempt + 1} times)",
-                        "The investigation is saved; resume it when Gemini is back.",
-                    ) from exc
-                self.sleep(delay)
-                delay = min(delay * 2, 30.0)
-        raise AssertionError("unreachable")
+                now = self.clock()
+                outage = dict(engine.get("outage") or {})
+                first = not outage
+                if first:
+                    outage = {"since": iso_utc(now), "until": iso_utc(
+                        now + timedelta(seconds=self.outage.limit_s)), "attempts": 0}
+                outage["attempts"] = int(outage.get("attempts") or 0) + 1
+                outage["error"] = str(exc)[:500]
+                engine["outage"] = outage
+                until = _moment(str(outage["until"]))
+                if now >= until:
+                    outage["parked_at"] = iso_utc(now)
+                    self._save(held, state, engine, status="parked")
+                    return None
+                if first:  # durable before the front end is told: told once per outage
+                    self._save(held, state, engine)
+                    tell = getattr(self.notifier, "model_outage", None)
+                    if callable(tell):  # a front end that predates outages shows nothing
+                        tell(sid, str(exc), until)
+                wait = self.outage.wait(int(outage["attempts"]),
+                                        (until - now).total_seconds())
+                if wait > self.outage.inline_s:
+                    if not first:
+                        self._save(held, state, engine)  # the attempts so far
+                    raise ModelUnavailable(
+                        f"Gemini is unavailable for {sid} ({exc}); asking again in "
+                        f"{wait:.0f}s, until {until:%H:%M:%S} UTC.", retry_in=wait) from exc
+                self.sleep(wait)
 
     def _dispatch_next(self, held: _Held, state: dict[str, Any],
                        engine: dict[str, Any]) -> Outcome | None:
@@ -441,6 +516,10 @@ class Engine:
 
 def _held(inv: Any) -> _Held:
     return _Held(str(inv.session_id), int(inv.version))
+
+
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def command_audit_ids(records: list[dict[str, Any]]) -> set[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from core.ports import AuditLog
@@ -93,6 +94,8 @@ class Notifier(Protocol):
     def state_changed(self, session_id: str, state: Mapping[str, Any],
                       engine_state: Mapping[str, Any]) -> None: ...
 
+    def model_outage(self, session_id: str, error: str, until: datetime) -> None: ...
+
 
 class NullNotifier:
     """Shows nothing (tests, the worker before a chat front end is attached)."""
@@ -110,4 +113,7 @@ class NullNotifier:
 
     def state_changed(self, session_id: str, state: Mapping[str, Any],
                       engine_state: Mapping[str, Any]) -> None:
+        return None
+
+    def model_outage(self, session_id: str, error: str, until: datetime) -> None:
         return None

@@ -23,9 +23,12 @@ class OrphanBuckets:
     partially_cleaned: list[dict[str, Any]] = field(default_factory=list)
     untracked_azure: list[dict[str, Any]] = field(default_factory=list)
     stale_local_files: list[dict[str, Any]] = field(default_factory=list)
+    #: captures of sessions held by a process on another host: listed, never cleaned from here
+    maybe_running: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
+        """What may be cleaned up (``maybe_running`` is only reported)."""
         return sum(len(b) for b in (self.abandoned_tasks, self.needs_cleanup,
                                     self.partially_cleaned, self.untracked_azure,
                                     self.stale_local_files))
@@ -58,7 +61,24 @@ def classify_orphans(report: Mapping[str, Any], session_id: str) -> OrphanBucket
             known.add(item.get("task_id"))
     buckets.untracked_azure = [dict(c) for c in orphans.get("untracked_captures") or []]
     buckets.stale_local_files = [dict(f) for f in orphans.get("stale_files") or []]
+    buckets.maybe_running = [dict(t) for t in orphans.get("maybe_running") or []
+                             if t.get("task_id") not in known]
     return buckets
+
+
+def held_elsewhere(task: Mapping[str, Any]) -> str:
+    """One line about a capture that another host's run may still be making."""
+    return (f"{task.get('task_id')} of session {task.get('session_id')} may still be running: "
+            f"{task.get('holder') or 'held by a process on another host'}")
+
+
+def orphan_detail(task: Mapping[str, Any]) -> str:
+    """What is known of an abandoned task's session and process, for its report line."""
+    holder = task.get("holder")
+    session = task.get("session_id")
+    if not session:
+        return ""
+    return f"session {session}" + (f": {holder}" if holder else "")
 
 
 @dataclass

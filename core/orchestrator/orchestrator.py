@@ -51,7 +51,7 @@ class CloudOrchestrator:
         clock: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
-        is_session_live: Callable[[str], bool] | None = None,
+        is_session_live: Callable[[str], bool | orphans.Liveness] | None = None,
         scan_orphans: bool = False,
     ) -> None:
         self.session_id = session_id
@@ -111,7 +111,7 @@ class CloudOrchestrator:
                     f"this one; {intent} acts only on this investigation's tasks (list_tasks "
                     "shows them). Leftovers of other investigations are offered to the "
                     "engineers as orphans at start-up.")
-            if self.is_session_live(owner):
+            if orphans.liveness(self.is_session_live(owner)).live:
                 raise RequestError(
                     "unknown_task", f"Task {task_id} belongs to investigation {owner}, which "
                     "is still running: it is not an orphan, so it is not cleaned up here.")

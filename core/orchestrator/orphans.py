@@ -6,7 +6,10 @@
 3. stale ``ghost_*`` files in the capture directory older than ``local_artifact_max_age_days``.
 
 Ghost runs many investigations at once, so "a previous session" means a session that is not
-live: the caller says which sessions are live (by default: only this one).
+live: the caller says which sessions are live (by default: only this one), and may say more
+(:class:`Liveness`): which process held a dead session (named in the report), or that a session
+is held by a process on another host that cannot be asked, whose tasks are then listed as
+``maybe_running`` with the holder's lease expiry: not cleaned up, but not hidden either.
 """
 
 from __future__ import annotations
@@ -25,6 +28,24 @@ from core.orchestrator.records import Task, enter, state_of
 ARTIFACT_SUFFIXES = (".pcap", "_semantic.json", "_forensic_report.md", "_executive_summary.md")
 
 
+@dataclass(frozen=True)
+class Liveness:
+    """Whether a session still runs, and what is known about its holder."""
+
+    live: bool
+    #: who held it and what became of it, for the report ("`ghost investigate` (pid 4242 on
+    #: host-a) is no longer running")
+    note: str | None = None
+    #: held by a process on another host: it may still be running until the lease expires
+    remote: bool = False
+    lease_expires_at: str | None = None
+
+
+def liveness(answer: bool | Liveness) -> Liveness:
+    """A caller's answer (a plain bool, or a :class:`Liveness`) as a :class:`Liveness`."""
+    return answer if isinstance(answer, Liveness) else Liveness(bool(answer))
+
+
 @dataclass
 class OrphanReport:
     abandoned: list[dict[str, Any]] = field(default_factory=list)
@@ -32,6 +53,8 @@ class OrphanReport:
     untracked_captures: list[dict[str, Any]] = field(default_factory=list)
     stale_files: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: active tasks of sessions held from another host: listed, never cleaned up from here
+    maybe_running: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -45,6 +68,7 @@ class OrphanReport:
             "needs_cleanup": self.needs_cleanup,
             "untracked_captures": self.untracked_captures,
             "stale_files": self.stale_files,
+            "maybe_running": self.maybe_running,
             "errors": self.errors,
             "message": (f"Startup cleanup: {self.count} orphaned resources from previous "
                         "sessions. Clean registry tasks with cleanup_task; untracked captures "
@@ -60,7 +84,7 @@ def _summary(task: Task) -> dict[str, Any]:
 
 
 def detect(lifecycle: Lifecycle, *, session_id: str, prefix: str, max_age_days: int,
-           capture_dir: Path, is_live: Callable[[str], bool]) -> OrphanReport:
+           capture_dir: Path, is_live: Callable[[str], bool | Liveness]) -> OrphanReport:
     """Run all three layers; a failing layer is reported in ``errors``, never raised."""
     report = OrphanReport()
     tasks = lifecycle.registry.all_tasks()
@@ -71,20 +95,31 @@ def detect(lifecycle: Lifecycle, *, session_id: str, prefix: str, max_age_days: 
 
 
 def _registry_layer(lifecycle: Lifecycle, tasks: list[Task], report: OrphanReport,
-                    session_id: str, is_live: Callable[[str], bool]) -> None:
+                    session_id: str, is_live: Callable[[str], bool | Liveness]) -> None:
+    known: dict[str, Liveness] = {}
     for task in tasks:
         if task.get("intent") != "capture_traffic":
             continue
         state = state_of(task)
         owner = str(task.get("session_id"))
-        gone = owner != session_id and not is_live(owner)
-        if gone and (state in ACTIVE or state is TaskState.CLEANING_UP):
+        running = state in ACTIVE or state is TaskState.CLEANING_UP
+        life = Liveness(True)
+        if owner != session_id and running:
+            if owner not in known:
+                known[owner] = liveness(is_live(owner))
+            life = known[owner]
+        if not life.live:
             was = state.value
+            why = f"session {owner} ended while the task was {was}"
             enter(task, TaskState.ABANDONED, lifecycle.clock(),
-                  error=f"session {owner} ended while the task was {was}")
+                  error=why + (f": {life.note}" if life.note else ""))
             task["pending_step"] = None
             lifecycle.save(task)
-            report.abandoned.append({**_summary(task), "was": was})
+            report.abandoned.append({**_summary(task), "was": was,
+                                     **({"holder": life.note} if life.note else {})})
+        elif running and life.remote:
+            report.maybe_running.append({**_summary(task), "holder": life.note,
+                                         "lease_expires_at": life.lease_expires_at})
         elif (state is TaskState.COMPLETED and task.get("cleanup_status") == "pending") or (
                 state in (TaskState.FAILED, TaskState.TIMED_OUT)
                 and task.get("cleanup_status") is None) or (

@@ -1,15 +1,17 @@
-"""A `ghost investigate` killed with -9 mid-capture (issue 13): the next session reports the
-capture as an orphan and, approved, deletes it. The CLI processes, the fake Gemini, the real
-Azure SDK against the fake ARM endpoint and Azurite, as the other cloud tests."""
+"""A `ghost investigate` killed with -9 mid-capture (issues 13, 34): a new session started at
+once on the same machine — its lease still has most of a minute to run — reports the capture as
+an orphan, names the dead session and process, and, approved, deletes it. The CLI processes, the
+fake Gemini, the real Azure SDK against the fake ARM endpoint and Azurite, as the other cloud
+tests."""
 
 from __future__ import annotations
 
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,8 @@ from tests.cloud.test_investigate_capture import CAPTURE, azure_env, lab
 from tests.engine.test_investigate_cli import _read_until, session_id_of
 from tests.fakes.gemini_server import call, function_call_turn, text_turn
 
-LEASE_S = 3.0
+#: long enough that only the dead process, not a lapsed lease, can explain the report
+LEASE_S = 60.0
 
 
 def test_a_capture_left_by_a_killed_run_is_reported_and_cleaned_up(
@@ -48,9 +51,10 @@ def test_a_capture_left_by_a_killed_run_is_reported_and_cleaned_up(
     [name] = list(arm.state.captures)
     inv = store.get_investigation(sid)
     assert inv.status in ("running", "awaiting_user") and inv.lease_owner  # left behind
+    assert inv.lease_expires_at is not None and inv.lease_expires_at > store.clock()
     assert inv.state["active_task_ids"] == [name]  # the capture's name is its task id
 
-    time.sleep(LEASE_S + 0.5)  # nobody renews the lease of a dead process
+    # at once: the dead run's lease is still current
     fake_gemini.enqueue(function_call_turn(call("complete_investigation", {
         "confidence": "low", "root_cause_summary": "Nothing to see."})))
     run = subprocess.run([*ghost, "redis timeouts again"], input="c\n" + "a\n" * 10,
@@ -59,11 +63,16 @@ def test_a_capture_left_by_a_killed_run_is_reported_and_cleaned_up(
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout
     assert re.search(rf"\[ORPHAN\] abandoned task\s+{re.escape(name)}", out), out
+    # which session and which process left it
+    assert re.search(rf"session {re.escape(sid)}: `ghost investigate` \(pid {proc.pid} on "
+                     rf"{re.escape(socket.gethostname())}\) is no longer running", out), out
     assert f"[OK] Cleaned up {name}." in out, out
     assert arm.state.captures == {}  # deleted on "Azure"
     assert any(m == "DELETE" and p.endswith(name) for m, p, _ in arm.state.requests)
     task = store.task_events(sid)[-1]
     assert task["state"] == "DONE" and task["outcome"] == "abandoned"
+    assert f"pid {proc.pid}" in str(next(t for t in store.task_events(sid)
+                                         if t["state"] == "ABANDONED")["error_detail"])
     assert task["cleanup_status"] == "completed"
     capture_entry = next(e for e in task["cleanup_plan"] if e["kind"] == "capture")
     assert capture_entry["outcome"] == "deleted"

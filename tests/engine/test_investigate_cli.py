@@ -207,18 +207,18 @@ def test_tasks_of_live_investigations_are_not_orphans(store: Any, tmp_path: Path
                                       status="awaiting_approval").session_id
     done = store.create_investigation(symptom="b", model="m", audit_dir="a").session_id
     store.set_status(done, "completed")
-    assert session_is_live(store, live) is True
-    assert session_is_live(store, done) is False
+    assert session_is_live(store, live).live is True
+    assert session_is_live(store, done).live is False
     # a terminal run is live while its process holds the lease, not because of its status
     term = store.create_investigation(symptom="c", model="m", audit_dir="a",
                                       status="running").session_id
-    assert session_is_live(store, term) is False  # killed -9: nobody renews it
+    assert session_is_live(store, term).live is False  # killed -9: nobody renews it
     assert store.take_lease(term, "terminal:host:1", lease_seconds=60)
-    assert session_is_live(store, term) is True
+    assert session_is_live(store, term).live is True  # another host's: may still run
     assert not store.take_lease(term, "terminal:host:2", lease_seconds=60)  # one holder
     store.release_lease(term, "terminal:host:1")
-    assert session_is_live(store, term) is False
-    assert session_is_live(store, "ghost_19990101_000000") is False
+    assert session_is_live(store, term).live is False
+    assert session_is_live(store, "ghost_19990101_000000").live is False
 
 
 def test_a_terminal_run_keeps_its_lease_alive_while_it_lives(store: Any) -> None:
@@ -234,10 +234,10 @@ def test_a_terminal_run_keeps_its_lease_alive_while_it_lives(store: Any) -> None
     try:
         assert not TerminalLease(store, sid, seconds=3, owner="terminal:test:2").acquire()
         time.sleep(4.5)  # longer than the lease: only the renewals keep it
-        assert session_is_live(store, sid) is True
+        assert session_is_live(store, sid).live is True
     finally:
         lease.release()
-    assert session_is_live(store, sid) is False
+    assert session_is_live(store, sid).live is False
     assert store.get_investigation(sid).lease_owner is None
 
 

@@ -239,12 +239,110 @@ def test_timeout_and_transient_errors(store: Store, tmp_path: Path) -> None:
     assert rig.engine.advance(sid).kind == "completed"
     assert len(brain.requests) == 2
 
-    down = FakeBrain(*[BrainError("503", transient=True)] * 4)
-    rig2 = Rig(store, tmp_path, down)
+    refused = FakeBrain(BrainError("400 API key not valid", transient=False))
+    rig2 = Rig(store, tmp_path, refused)
     sid2 = rig2.start()
-    with pytest.raises(BrainUnavailable):
+    with pytest.raises(BrainUnavailable):  # waiting does not fix a refusal: at once
         rig2.engine.advance(sid2)
     assert store.get_investigation(sid2).state["turn_count"] == 0  # nothing half-done
+
+
+class OutageClock:
+    """The engine's clock and sleep: a wait moves the clock, so a long outage is instant."""
+
+    def __init__(self) -> None:
+        from core.session_state import utc_now
+
+        self.now = utc_now()
+        self.waits: list[float] = []
+
+    def __call__(self) -> Any:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        from datetime import timedelta
+
+        self.waits.append(seconds)
+        self.now += timedelta(seconds=seconds)
+
+
+class Told:
+    """A notifier that records the outage notices."""
+
+    def __init__(self) -> None:
+        self.outages: list[tuple[str, str, Any]] = []
+
+    def model_outage(self, session_id: str, error: str, until: Any) -> None:
+        self.outages.append((session_id, error, until))
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *_a, **_k: None
+
+
+def outage_rig(store: Store, tmp_path: Path, brain: FakeBrain, limit_s: float) -> Any:
+    from core.engine.loop import OutagePolicy
+
+    rig = Rig(store, tmp_path, brain)
+    clock, told = OutageClock(), Told()
+    rig.engine.clock, rig.engine.sleep, rig.engine.notifier = clock, clock.sleep, told
+    rig.engine.outage = OutagePolicy(limit_s=limit_s)
+    return rig, clock, told
+
+
+def test_a_three_minute_outage_is_waited_out_told_once_and_nothing_runs_twice(
+        store: Store, tmp_path: Path) -> None:
+    """429/5xx for three minutes mid-investigation: the engine keeps asking with a backoff
+    (2, 4, 8 … at most 30 s), tells the front end once, and goes on where it was."""
+    down = [BrainError("503 UNAVAILABLE", transient=True)] * 12  # 2+4+8+16+30*7 = 240 s
+    brain = FakeBrain(reply(call("run_shell_cmd", command="echo one", reasoning="r")),
+                      *down, reply(DONE))
+    rig, clock, told = outage_rig(store, tmp_path, brain, limit_s=600)
+    sid = rig.start()
+    assert rig.engine.advance(sid).kind == "completed"
+    assert clock.waits == [2, 4, 8, 16, 30, 30, 30, 30, 30, 30, 30, 30]
+    [(who, error, until)] = told.outages  # one notice for the whole outage
+    assert who == sid and "503" in error
+    assert (until - clock.now).total_seconds() == pytest.approx(600 - sum(clock.waits), abs=1)
+    commands = [r for r in store.audit_records(sid) if r["kind"] == "command"]
+    assert [r["command"] for r in commands] == ["echo one"]  # no duplicate tool call
+    assert "outage" not in (store.get_investigation(sid).engine_state or {})
+    # the request after the outage is the one the outage interrupted, nothing added
+    assert brain.requests[-1]["history"] == brain.requests[1]["history"]
+
+
+def test_an_outage_past_the_limit_parks_it_and_a_resume_goes_on(store: Store,
+                                                                 tmp_path: Path) -> None:
+    brain = FakeBrain(*[BrainError("429 RESOURCE_EXHAUSTED", transient=True)] * 30)
+    rig, clock, told = outage_rig(store, tmp_path, brain, limit_s=120)
+    sid = rig.start()
+    outcome = rig.engine.advance(sid)
+    assert outcome.kind == "parked" and "429" in outcome.text
+    inv = store.get_investigation(sid)
+    assert inv.status == "parked" and inv.state["turn_count"] == 0  # never failed
+    assert inv.engine_state["outage"]["parked_at"] and len(told.outages) == 1
+    assert sum(clock.waits) == pytest.approx(120, abs=1)  # waited up to the limit
+    brain.replies.clear()
+    brain.replies.append(reply(DONE))
+    rig.engine.mark_resumed(sid)  # one click, or `ghost investigate --resume`
+    assert "outage" not in store.get_investigation(sid).engine_state
+    assert rig.engine.advance(sid).kind == "completed"
+
+
+def test_a_chat_worker_hands_a_long_wait_back_with_the_deadline_kept(
+        store: Store, tmp_path: Path) -> None:
+    from core.engine.loop import ModelUnavailable, OutagePolicy
+
+    brain = FakeBrain(*[BrainError("503", transient=True)] * 3, reply(DONE))
+    rig, clock, told = outage_rig(store, tmp_path, brain, limit_s=600)
+    rig.engine.outage = OutagePolicy(limit_s=600, inline_s=5)
+    sid = rig.start()
+    with pytest.raises(ModelUnavailable) as handed:  # 2 and 4 s slept, 8 s handed back
+        rig.engine.advance(sid)
+    assert handed.value.retry_in == 8 and clock.waits == [2, 4]
+    outage = store.get_investigation(sid).engine_state["outage"]
+    assert outage["attempts"] == 3  # the next holder goes on counting, same deadline
+    clock.sleep(8)
+    assert rig.engine.advance(sid).kind == "completed" and len(told.outages) == 1
 
 
 def test_capture_tools_route_to_the_orchestrator(store: Store, tmp_path: Path) -> None:

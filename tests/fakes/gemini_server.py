@@ -228,6 +228,10 @@ class _State:
     failures: list[str] = field(default_factory=list)
     signed: dict[str, set[bytes]] = field(default_factory=dict)
     auto_sig_count: int = 0
+    #: an outage in force: (monotonic end, HTTP status, message); see ``FakeGemini.outage``
+    outage: tuple[float, int, str] | None = None
+    #: requests answered with the outage's error (they consume no scripted response)
+    outage_answers: int = 0
 
 
 class FakeGemini:
@@ -241,7 +245,7 @@ class FakeGemini:
         self.auto_signatures = auto_signatures
         self.record_dir = record_dir
         self.verbose = verbose
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a Responder may switch an outage on (``outage``)
         self._state = _State(queue=deque(responses))
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._httpd.daemon_threads = True
@@ -308,6 +312,20 @@ class FakeGemini:
         with self._lock:
             self._state.failures.clear()
 
+    def outage(self, seconds: float, status: int = 503,
+               message: str = "The model is overloaded. Please try again later.") -> None:
+        """A time-bounded outage: for the next ``seconds``, every ``generateContent`` is
+        answered ``status`` (503 UNAVAILABLE, 429 RESOURCE_EXHAUSTED…) without consuming the
+        script; afterwards the script goes on where it was. Answers given are counted in
+        ``outage_answers``."""
+        with self._lock:
+            self._state.outage = (time.monotonic() + seconds, status, message)
+
+    @property
+    def outage_answers(self) -> int:
+        with self._lock:
+            return self._state.outage_answers
+
     def assert_drained(self) -> None:
         left = self.remaining
         assert left == 0, f"FakeGemini: {left} scripted response(s) were never requested"
@@ -334,6 +352,9 @@ class FakeGemini:
             key = headers.get("x-goog-api-key") or parse_qs(url.query).get("key", [""])[0]
             if self.api_key is not None and key != self.api_key:
                 return _bad_key()
+            if st.outage is not None and time.monotonic() < st.outage[0]:
+                st.outage_answers += 1
+                return error_response(st.outage[1], st.outage[2])
             problem = self._signature_problem(body) if self.check_signatures else None
             if problem:
                 st.failures.append(f"request #{number}: {problem}")

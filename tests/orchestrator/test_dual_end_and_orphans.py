@@ -115,6 +115,26 @@ def test_live_sessions_are_not_abandoned(world: World) -> None:
     assert task_id
 
 
+def test_the_registry_layer_lists_another_hosts_capture_without_cleaning_it(world: World) -> None:
+    """A capture of a session held on another host: ``maybe_running`` with the holder and its
+    lease expiry, never ``abandoned``."""
+    from core.orchestrator.orphans import Liveness
+
+    other = world.store.create_investigation(symptom="o", model="m", audit_dir="a",
+                                             requested_by="U").session_id
+    task_id = world.orchestrator(*approve(1), sid=other).orchestrate(
+        capture_request())["task_id"]
+    remote = Liveness(True, "held by `ghost investigate` (pid 9 on h2)", remote=True,
+                      lease_expires_at="2026-11-28 16:32:00 UTC")
+    orch = world.orchestrator(is_session_live=lambda s: remote if s == other else True)
+    report = orch.detect_orphans()
+    assert report["abandoned"] == []
+    [listed] = report["maybe_running"]
+    assert listed["task_id"] == task_id and listed["session_id"] == other
+    assert listed["holder"] == remote.note and listed["lease_expires_at"] == \
+        "2026-11-28 16:32:00 UTC"
+
+
 def test_abandoned_and_untracked_orphans_can_be_cleaned(world: World) -> None:
     old_sid = world.store.create_investigation(symptom="old", model="m", audit_dir="a",
                                                requested_by="U").session_id

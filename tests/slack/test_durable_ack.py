@@ -75,9 +75,11 @@ def test_a_transient_slack_error_keeps_it_queued_and_the_lease_times_the_retry(
 def test_kill_9_after_the_ack_another_worker_opens_the_thread_once(
         cli_env: dict[str, str], fake_slack: Any, fake_gemini: Any, store: Any,
         tmp_path: Path) -> None:
-    """A web replica (no worker) acks, and is killed at once; a `ghost worker` started
+    """A web replica (no worker) acks and tries the root at once (issue 34: roots go out right
+    after the ack); Slack fails it, and the replica is killed; a `ghost worker` started
     afterwards posts the root once and starts the investigation."""
     fake_gemini.enqueue(text_turn("Which resource group?"))
+    fake_slack.fail["chat.postMessage"] = "internal_error"
     port = free_port()
     env = ghost_env(cli_env, fake_slack, PORT=str(port), GHOST_SERVE_RUNS_WORKER="false")
     log = tmp_path / "ghost.log"
@@ -85,11 +87,16 @@ def test_kill_9_after_the_ack_another_worker_opens_the_thread_once(
     worker = None
     try:
         ack = investigate(wait_healthy(port, web), fake_slack, "redis times out")
+        wait_until(lambda: bool(fake_slack.called("chat.postMessage")), 30,
+                   "the web replica's try at the root, right after the ack")
+        wait_until(lambda: ((store.list_investigations()[0].conversation_ref or {}).get(
+            "root") or {}).get("state") == "pending", 30, "the failed root handed back")
         web.send_signal(signal.SIGKILL)
         web.wait(timeout=10)
         (inv,) = store.list_investigations()
         assert inv.session_id in ack and inv.status == "queued" and inv.thread_ref is None
-        assert not fake_slack.called("chat.postMessage")
+        assert not roots_of(fake_slack, inv.session_id)
+        del fake_slack.fail["chat.postMessage"]
         worker = start("worker", env, tmp_path, log)
         wait_until(lambda: _prompted(fake_slack, store.get_investigation(
             inv.session_id).thread_ref), 60, f"the prompt of {inv.session_id}; {log.read_text()}")

@@ -119,7 +119,8 @@ def test_sigterm_under_a_burst_of_20_exits_within_10_s_and_loses_nothing(
             posted = roots_of(fake_slack, inv.session_id)
             assert len(posted) == (1 if inv.thread_ref else 0)
             assert inv.thread_ref or inv.conversation_ref["root"]["state"] == "pending"
-        assert any(not inv.thread_ref for inv in invs), "the burst was no backlog"
+        # roots go out first, right after each ack (issue 34), and a drain sends what the
+        # threads were owed at once: whatever was not sent is still recorded (below)
         # the next process posts what was owed, once each, and starts every investigation
         after = start("worker", env | {"GHOST_SLACK_POST_INTERVAL_S": "0"}, tmp_path, log)
         wait_until(lambda: all(store.get_investigation(inv.session_id).status

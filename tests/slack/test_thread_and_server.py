@@ -21,6 +21,7 @@ from tests.fakes.gemini_server import function_call_turn, text_turn
 from tests.slack.conftest import (
     APPROVER,
     CHANNEL,
+    OTHER_MEMBER,
     REQUESTER,
     SECRET,
     SlackHarness,
@@ -101,38 +102,52 @@ def test_gemini_outage_is_posted_with_what_to_do(slack: SlackHarness, fake_gemin
     assert "Which subnet" in str(slack.fake.thread(CHANNEL, inv.thread_ref)[-2]["blocks"])
 
 
-def test_gemini_overloaded_says_to_resume_when_it_answers(slack: SlackHarness,
-                                                          fake_gemini: Any) -> None:
+def test_gemini_down_past_the_limit_parks_it_with_a_resume_button(
+        slack: SlackHarness, fake_gemini: Any) -> None:
+    """GHOST_GEMINI_OUTAGE_S spent: parked (never failed), told with a Resume button; one
+    click goes on where it was, and the button then says who resumed it."""
+    from core.engine.loop import OutagePolicy
     from tests.fakes.gemini_server import error_response
 
-    engine = slack.services.runtime.engine
-    engine.sleep = lambda _s: None  # no real backoff between retries
-    fake_gemini.enqueue(*[error_response(503, "overloaded")] * (engine.retries + 1))
+    slack.services.runtime.engine.outage = OutagePolicy(limit_s=0)  # the limit at once
+    fake_gemini.enqueue(error_response(503, "overloaded"))
     inv = start(slack)
-    fake_gemini.clear_failures()
-    said = slack.fake.thread(CHANNEL, inv.thread_ref)[-1]["blocks"][0]["text"]["text"]
-    assert "overloaded" in said and "When Gemini answers again, run " \
-        f"`/ghost resume {inv.session_id}`" in said
+    assert slack.store.get_investigation(inv.session_id).status == "parked"
+    notice = slack.fake.thread(CHANNEL, inv.thread_ref)[-1]
+    said = notice["blocks"][0]["text"]["text"]
+    assert "overloaded" in said and "parked the investigation where it was" in said
+    assert f"`/ghost resume {inv.session_id}`" in said
+    [button] = [e for b in notice["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert button["action_id"] == blocks.RESUME
+    fake_gemini.enqueue(text_turn("Gemini is back. Which subnet?"))
+    slack.click(blocks.RESUME, button["value"], OTHER_MEMBER, message_ts=notice["ts"])
+    slack.worker.run_until_idle()
+    assert slack.store.get_investigation(inv.session_id).status == "awaiting_user"
+    closed = slack.fake.message(CHANNEL, notice["ts"])
+    assert "Resumed by" in str(closed["blocks"]) and "actions" not in str(closed["blocks"])
+    # a second click on the old button changes nothing and says so
+    slack.click(blocks.RESUME, button["value"], APPROVER, message_ts=notice["ts"])
+    assert "was resumed already" in slack.fake.ephemerals(APPROVER)[-1]
+    assert len(fake_gemini.requests) == 2
 
 
 def test_resume_leaves_an_investigation_a_live_worker_holds_alone(
         slack: SlackHarness, fake_gemini: Any) -> None:
     """/ghost resume while a worker holds the lease would close that worker's running command
     as "interrupted" beside its real outcome: it is refused, and nothing changes."""
+    from core.engine.loop import OutagePolicy
     from tests.fakes.gemini_server import error_response
 
-    engine = slack.services.runtime.engine
-    engine.sleep = lambda _s: None
-    fake_gemini.enqueue(*[error_response(503, "overloaded")] * (engine.retries + 1))
+    slack.services.runtime.engine.outage = OutagePolicy(limit_s=0)
+    fake_gemini.enqueue(error_response(503, "overloaded"))
     inv = start(slack)
-    fake_gemini.clear_failures()
     assert slack.store.take_lease(inv.session_id, "worker-elsewhere", lease_seconds=60)
     before = slack.store.get_investigation(inv.session_id)
     slack.slash(f"resume {inv.session_id}")
     said = slack.fake.called("response_url")[-1].args["text"]
     assert "a Ghost worker is working on it right now" in said
     after = slack.store.get_investigation(inv.session_id)
-    assert after.status == before.status == "failed" and after.state == before.state
+    assert after.status == before.status == "parked" and after.state == before.state
     slack.store.release_lease(inv.session_id, "worker-elsewhere")
     slack.slash(f"resume {inv.session_id}")
     assert "Resuming" in slack.fake.called("response_url")[-1].args["text"]

@@ -87,16 +87,21 @@ class TeamsHarness:
         self.loop.run(self.services.bot.settle())  # the posts queued for after the response
 
     def mention(self, text: str, user: str = REQUESTER, root: str = "1700000000001") -> Any:
-        """``@Ghost <text>`` as a new channel post (its id is the thread's root)."""
-        self._deliver(Activity(type="message", id=root, text=f"<at>Ghost</at> {text}"),
-                      user, root)
+        """``@Ghost <text>``: the first one in a thread is the channel post that starts it
+        (its id is the thread's root); later ones are replies, each with its own id."""
+        activity_id = root if root not in self.roots else \
+            f"{root}.{len(self.adapter.activity_buffer)}"
+        self.roots.append(root)
+        self._deliver(Activity(type="message", id=activity_id,
+                               text=f"<at>Ghost</at> {text}"), user, root)
         return self.sent()[-1] if self.sent() else None
 
     def click(self, verb: str, data: dict[str, Any], user: str, *,
               root: str = "1700000000001") -> dict[str, Any]:
         """An ``Action.Execute`` click; the invoke response's card, as the clicker sees it."""
         before = len(self.adapter.activity_buffer)
-        self._deliver(Activity(type="invoke", name="adaptiveCard/action", value={
+        self._deliver(Activity(type="invoke", id=f"invoke.{before}.{verb}",
+                               name="adaptiveCard/action", value={
             "action": {"type": "Action.Execute", "verb": verb, "data": data},
             "trigger": "manual"}), user, root)
         (response,) = [a for a in self.adapter.activity_buffer[before:]
@@ -157,7 +162,7 @@ def make_harness(store: Any, data_dir: Path, monkeypatch: pytest.MonkeyPatch,
     runtime = services.runtime
     worker = Worker(store=store, engine=runtime.engine, shell_for=runtime.shell_for,
                     after=runtime.after_advance, failed=runtime.failed, owner="teams-worker",
-                    lease_seconds=30)
+                    lease_seconds=30, before=runtime.before_advance)
     return TeamsHarness(services=services, adapter=adapter, worker=worker, store=store,
                         loop=loop, time=fake_time)
 

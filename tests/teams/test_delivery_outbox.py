@@ -36,15 +36,17 @@ def test_a_connector_500_on_the_card_leaves_it_owed_and_reconcile_posts_it_once(
     assert inv.status == "awaiting_approval"                           # not failed
     runtime = flaky.services.runtime
     owed = runtime.outbox.waiting(inv.session_id)
-    assert [o["kind"] for o in owed] == ["text", "card"]
+    # the orphan scan's line (the worker's first post), the model's text, the card
+    assert [o["kind"] for o in owed] == ["text", "text", "card"]
+    assert "No orphaned resources found" in owed[0]["payload"]["text"]
     before = len(flaky.sent())
 
     adapter.throttle = 0                                               # Teams is back
     at = utc_now() + timedelta(minutes=5)
     runtime.outbox.clock = lambda: at
-    assert runtime.reconcile_chat(utc_now()) >= 2
+    assert runtime.reconcile_chat(utc_now()) >= 3
     assert runtime.reconcile_chat(utc_now()) == 0
     new = [content(a) for a in flaky.sent()[before:]]
-    assert len(new) == 2 and "Trying the path." in new[0] and "echo risky" in new[1]
+    assert len(new) == 3 and "Trying the path." in new[1] and "echo risky" in new[2]
     approval = flaky.pending_approval(inv.session_id)
     assert approval.message_ref                                        # clickable now

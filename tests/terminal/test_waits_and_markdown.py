@@ -39,10 +39,10 @@ def test_a_retried_gemini_failure_names_the_endpoint_and_the_attempt(
                          input="", capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     endpoint = f"{fake_gemini.base_url}/v1beta/models/gemini-test:generateContent"
-    line = next(x for x in run.stdout.splitlines() if x.startswith("[Gemini]"))
-    assert line.startswith("[Gemini] attempt 1 of 4 failed: Gemini is unavailable (503")
-    assert endpoint in line and "The model is overloaded." in line
-    assert line.endswith("trying again in 2s")
+    [line] = [x for x in run.stdout.splitlines() if x.startswith("[Gemini]")]  # told once
+    assert line.startswith("[Gemini] Gemini is unavailable; retrying until ")
+    assert "What failed: Gemini is unavailable (503" in line
+    assert endpoint in line and line.endswith("The model is overloaded.")
     assert "RCA REPORT WRITTEN" in run.stdout  # the second attempt went on
     assert "\x1b" not in run.stdout  # piped: no live line
 
