@@ -57,9 +57,20 @@ def status(args: argparse.Namespace) -> int:
     """Where the database is and its revision; exit 1 (with what to do) when not at head."""
     from storage import migrate
     from storage.db import Database, safe_url
+    from storage.errors import DatabaseMissing
 
     settings = load_settings()
-    db = Database(settings.resolved_database_url, auto_migrate=settings.uses_default_database)
+    try:  # a status is a read: it never creates the database (nor its directory)
+        db = Database(settings.resolved_database_url,
+                      auto_migrate=settings.uses_default_database, create=False)
+    except DatabaseMissing as exc:
+        from bot.read_only import missing
+
+        for line in where(settings, safe_url(settings.resolved_database_url)):
+            print(line)
+        print("revision: none (there is no database file)")
+        print(missing(settings, exc.path).hint)
+        return 1
     if db.auto_migrate:
         from storage.errors import DatabaseTooNew
 

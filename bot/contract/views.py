@@ -13,6 +13,7 @@ from core.safety.approval import ApprovalPolicy
 #: platforms whose investigations were opened from the command line (`--detach`)
 CLI_PLATFORM = "cli"
 CLI_CHANNEL = "cli"
+TERMINAL_PLATFORM = "terminal"
 FINISHED = ("completed", "cancelled", "failed")
 TASK_FIELDS = ("task_id", "intent", "state", "outcome", "target", "mode", "paired_task_id",
                "error_detail")
@@ -39,9 +40,18 @@ def deciders(inv: Any, approval: Any, policy: ApprovalPolicy) -> dict[str, Any]:
         who = "anyone on the approvers list"
     elif inv.platform == CLI_PLATFORM:
         who = "anyone who runs ghost against this database"
+    elif inv.platform == TERMINAL_PLATFORM:
+        who = ""
+    elif inv.channel_ref:
+        who = f"any member of the {inv.platform.title()} channel {inv.channel_ref}"
     else:
-        who = f"any member of the {inv.platform} channel {inv.channel_ref or '?'}"
-    rule = who + (f" except {', '.join(excluded)}" if excluded else "")
+        who = f"any member of the investigation's {inv.platform.title()} channel"
+    rule = who + (f" except {', '.join(excluded)}" if who and excluded else "")
+    if inv.platform == TERMINAL_PLATFORM:  # one person at a keyboard decides (DESIGN.md)
+        at_keyboard = (f"the engineer at the terminal that resumes it (`ghost investigate "
+                       f"--resume {inv.session_id}`)")
+        rule = f"{rule} (`ghost approvals decide`), or {at_keyboard}" if rule else at_keyboard
+        excluded = excluded if policy.approvers else []
     return {"approvers": sorted(policy.approvers) or None,
             "channel": None if policy.approvers else inv.channel_ref,
             "excluded": excluded, "two_person": policy.two_person, "rule": rule}

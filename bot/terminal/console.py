@@ -92,13 +92,9 @@ def orchestrator_line(name: str, result: Mapping[str, Any]) -> str:
 
 def version() -> str:
     """The installed Ghost's version (``ghost --version`` and the banner)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
+    from bot import __version__
 
-    try:
-        return dist_version("ghost")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
+    return __version__
 
 
 def banner(session_id: str, out: TextIO) -> None:
