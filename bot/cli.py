@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     session_cmds = session.add_subparsers(dest="command", metavar="SUBCOMMAND")
     show = session_cmds.add_parser("show", help="print an investigation's session state")
     show.add_argument("session_id", metavar="SID", help=SID_HELP)
-    show.add_argument("--json", action="store_true", help="the ghost-design §8 document")
+    show.add_argument("--json", action="store_true",
+                      help="its session document, as stored (docs/session-document.md)")
     listing = session_cmds.add_parser("list", help="list recent investigations")
     listing.add_argument("--limit", type=int, default=20,
                          help="how many, newest first (default 20; 0 lists none)")
