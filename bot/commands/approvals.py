@@ -39,12 +39,11 @@ def list_approvals(args: argparse.Namespace) -> int:
     if not docs:
         print("No pending approvals.")
     for doc in docs:
-        print_request(doc, platforms[doc["approval_id"]], bool(settings.approvers))
+        print_request(doc, platforms[doc["approval_id"]])
     return 0
 
 
-def print_request(doc: dict[str, Any], platform: str, approvers: bool,
-                  out: TextIO | None = None) -> None:
+def print_request(doc: dict[str, Any], platform: str, out: TextIO | None = None) -> None:
     """One pending request for a person: what would run, until when, who may decide and the
     command that does; wrapped at spaces to the terminal (ids and commands never split)."""
     from bot.terminal.style import say
@@ -54,7 +53,7 @@ def print_request(doc: dict[str, Any], platform: str, approvers: bool,
             ("command", str(doc["command"])),
             ("expires", _expiry(doc)),
             ("may decide", str(doc["may_decide"]["rule"]))]
-    if platform == "terminal" and not approvers:  # decided at its keyboard, not from here
+    if platform == "terminal":  # decided at its keyboard (docs/agent-contract.md)
         rows.append(("decide", f"ghost investigate --resume {doc['session_id']}"))
     else:
         rows.append(("decide", str(doc["decide_command"])))

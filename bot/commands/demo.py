@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from bot.settings import Settings, load_settings
 from bot.terminal import RULE, Prompter, banner
 from bot.terminal.approver import local_user, print_alert
-from bot.terminal.style import MAX_WIDTH, say, terminal_width, wrapped
+from bot.terminal.style import MAX_WIDTH, say, say_command, terminal_width, wrapped
 from core.safety.approval import ApprovalRequest, Decision
 
 DEFAULT_SCENARIO = "nsg-deny-redis"
@@ -136,8 +136,8 @@ def run(settings: Settings, *, scenario: str, yes: bool, stdin: TextIO | None = 
         _begin(engine, store, session_id, lab.scenario.symptom, prompter, out)
         code = _drive(engine, store, session_id, prompter, out)
     except KeyboardInterrupt:
-        out.write(f"\nInterrupted. Lab session {session_id} is saved as it stood; run "
-                  "`ghost demo` again for a fresh run.\n")
+        say(out, f"\nInterrupted. Lab session {session_id} is saved as it stood; run "
+            "`ghost demo` again for a fresh run.")
         return 130
     except BrainUnavailable as exc:
         say(out, f"\n[ERROR] {exc.message}")
@@ -145,7 +145,7 @@ def run(settings: Settings, *, scenario: str, yes: bool, stdin: TextIO | None = 
     finally:
         lease.release()
     say(out, f"  Lab session {session_id} (scenario {lab.scenario.name}) is saved with its "
-        "audit log, marked as a lab run.\n"
-        f"  Verify the audit chain: ghost audit verify {session_id}\n"
-        f"  Every command and decision: ghost audit export {session_id} --dir .", indent="    ")
+        "audit log, marked as a lab run.", indent="    ")
+    say_command(out, "Verify the audit chain:", f"ghost audit verify {session_id}")
+    say_command(out, "Every command and decision:", f"ghost audit export {session_id} --dir .")
     return code

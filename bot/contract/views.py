@@ -36,22 +36,20 @@ def deciders(inv: Any, approval: Any, policy: ApprovalPolicy) -> dict[str, Any]:
     """Who may decide a request, as the policy will judge it."""
     excluded = sorted({x for x in (inv.requested_by, approval.modified_by) if x}) \
         if policy.two_person else []
+    if inv.platform == TERMINAL_PLATFORM:  # one person at a keyboard decides (DESIGN.md):
+        # the two-person rule and the channel are chat features
+        return {"approvers": None, "channel": None, "excluded": [], "two_person": False,
+                "rule": f"the engineer at the terminal that resumes it (`ghost investigate "
+                        f"--resume {inv.session_id}`)"}
     if policy.approvers:
         who = "anyone on the approvers list"
     elif inv.platform == CLI_PLATFORM:
         who = "anyone who runs ghost against this database"
-    elif inv.platform == TERMINAL_PLATFORM:
-        who = ""
     elif inv.channel_ref:
         who = f"any member of the {inv.platform.title()} channel {inv.channel_ref}"
     else:
         who = f"any member of the investigation's {inv.platform.title()} channel"
-    rule = who + (f" except {', '.join(excluded)}" if who and excluded else "")
-    if inv.platform == TERMINAL_PLATFORM:  # one person at a keyboard decides (DESIGN.md)
-        at_keyboard = (f"the engineer at the terminal that resumes it (`ghost investigate "
-                       f"--resume {inv.session_id}`)")
-        rule = f"{rule} (`ghost approvals decide`), or {at_keyboard}" if rule else at_keyboard
-        excluded = excluded if policy.approvers else []
+    rule = who + (f" except {', '.join(excluded)}" if excluded else "")
     return {"approvers": sorted(policy.approvers) or None,
             "channel": None if policy.approvers else inv.channel_ref,
             "excluded": excluded, "two_person": policy.two_person, "rule": rule}

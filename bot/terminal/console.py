@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from bot.terminal.preview import output_preview
-from bot.terminal.style import cut, fancy, wrapped
+from bot.terminal.style import cut, fancy, say_command, wrapped
 
 RULE = "═" * 54
 
@@ -39,7 +39,10 @@ class TerminalNotifier:
             for row in output_preview(result):
                 if row.startswith("    │"):  # a glimpse of the output: one screen line each
                     self.out.write(cut(row, self.out) + "\n")
-                else:  # "… N more lines: ghost audit show ID": the command whole
+                elif ": ghost " in row:  # "… N more lines: ghost audit show ID": copyable
+                    label, command = row.split(": ", 1)
+                    say_command(self.out, label.strip() + ":", command, indent="    ")
+                else:
                     self._print(row)
             self.out.flush()
         elif result.get("error") == "unknown_tool":

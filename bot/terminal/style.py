@@ -88,3 +88,23 @@ def say(out: TextIO, text: str, *, indent: str = "  ") -> None:
     """Write ``text`` (one or more lines) wrapped at spaces to the terminal, and flush."""
     out.write("\n".join(wrapped(text, out, indent=indent)) + "\n")
     out.flush()
+
+
+def command_lines(label: str, command: str, width: int | None, *,
+                  indent: str = "  ") -> list[str]:
+    """``label command`` (a command to copy, after its label) as screen lines: one line when
+    it fits; else the label on its line and the command whole on the next (indented two more
+    when that fits), so a copy never takes a line break from the middle of a command."""
+    line = f"{indent}{label} {command}"
+    if width is None or cell_len(line) <= width:
+        return [line]
+    under = f"{indent}  {command}"
+    return [f"{indent}{label}", under if cell_len(under) <= width else command]
+
+
+def say_command(out: TextIO, label: str, command: str, *, indent: str = "  ") -> None:
+    """Write :func:`command_lines` for the terminal behind ``out`` (one line on a pipe)."""
+    out.write("\n".join(command_lines(label, command, terminal_width(out), indent=indent))
+              + "\n")
+    out.flush()
+

@@ -221,5 +221,10 @@ def test_the_demo_header_box_and_closing_banner(tmp_path: Path, width: int) -> N
     at = banner[-1]
     assert path in _words(lines[at]) or path in _words(lines[at + 1]), "\n".join(
         lines[at - 2: at + 4])
-    closing = lines[at - 1: at + 8]
+    closing = lines[at - 1:]
     assert not _unwritten(closing, vocabulary), "\n".join(closing)
+    # the commands to copy are whole on one line, after their label or under it
+    for command in (r"ghost audit verify ghost_\d+_\d+",
+                    r"ghost audit export ghost_\d+_\d+ --dir \."):
+        assert any(re.fullmatch(rf"\s*(\S.*: )?{command}", line) for line in closing), \
+            "\n".join(closing)
