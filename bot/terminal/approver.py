@@ -99,19 +99,10 @@ def alert_width(request: ApprovalRequest, columns: int) -> int:
 
 
 def print_alert(request: ApprovalRequest, out: TextIO) -> None:
-    """The alert box on ``out``: as wide as the terminal allows, styled only on a TTY.
-
-    A word of the command wider than the box (a storage URL or a capture path on a narrow
-    terminal) can only be folded inside the border; the command is then printed once more
-    under the box, whole on one line for the terminal to wrap, so it can be copied."""
+    """The alert box on ``out``: as wide as the terminal allows, styled only on a TTY."""
     console = console_for(out)
-    width = alert_width(request, console.width)
     console.print()
-    console.print(alert_renderable(request, width))
-    labels = len("MODIFIED BY:" if request.modified_by else "REASONING:") + 2
-    room = width - 4 - (labels if width >= SIDE_LABELS_FROM else 2)
-    if any(cell_len(word) > room for word in request.command.split()):
-        out.write("The command in one piece (to copy it):\n" + request.command + "\n")
+    console.print(alert_renderable(request, alert_width(request, console.width)))
     out.flush()
 
 
