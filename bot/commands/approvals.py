@@ -46,20 +46,19 @@ def list_approvals(args: argparse.Namespace) -> int:
 def print_request(doc: dict[str, Any], platform: str, out: TextIO | None = None) -> None:
     """One pending request for a person: what would run, until when, who may decide and the
     command that does; wrapped at spaces to the terminal (ids and commands never split)."""
-    from bot.terminal.style import say
+    from bot.terminal.style import say, say_command
 
     out = out or sys.stdout
     rows = [("session", f"{doc['session_id']} ({platform})"),
             ("command", str(doc["command"])),
             ("expires", _expiry(doc)),
             ("may decide", str(doc["may_decide"]["rule"]))]
-    if platform == "terminal":  # decided at its keyboard (docs/agent-contract.md)
-        rows.append(("decide", f"ghost investigate --resume {doc['session_id']}"))
-    else:
-        rows.append(("decide", str(doc["decide_command"])))
     say(out, f"\n{doc['approval_id']}  {doc['classification']}", indent="  ")
     for label, text in rows:
         say(out, f"  {label + ':':<12}{text}", indent=" " * 12)
+    decide = f"ghost investigate --resume {doc['session_id']}" if platform == "terminal" \
+        else str(doc["decide_command"])  # a terminal's requests: at its keyboard
+    say_command(out, f"{'decide:':<11}", decide)  # whole, to copy
 
 
 def _expiry(doc: dict[str, Any]) -> str:
