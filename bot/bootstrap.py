@@ -27,11 +27,32 @@ if TYPE_CHECKING:
     from core.safety.shell import SafeExecShell
 
 
-def build_store(settings: Settings | None = None) -> Store:
+def build_store(settings: Settings | None = None, *, read_only: bool = False) -> Store:
+    """The store. ``read_only``: for a command that only reads (a list, a status, a check),
+    which must not create a database or a directory; a missing SQLite file is a
+    ``DatabaseMissing`` that says so and how to create one (bot/read_only.py)."""
     settings = settings or load_settings()
+    if read_only:
+        from bot.read_only import open_existing
+
+        return Store(open_existing(settings), lab=_lab_key(settings))
     from bot.db_auth import open_database
 
     return Store(open_database(settings), lab=_lab_key(settings))
+
+
+def build_store_if_any(settings: Settings) -> Store | None:
+    """The store for a listing, or None when the default database does not exist yet (a list
+    on a fresh machine is simply empty). A configured GHOST_DATABASE_URL whose file is missing
+    is still ``DatabaseMissing``: that is a wrong path, not an empty list."""
+    from storage.errors import DatabaseMissing
+
+    try:
+        return build_store(settings, read_only=True)
+    except DatabaseMissing as exc:
+        if exc.default:
+            return None
+        raise
 
 
 def _lab_key(settings: Settings) -> str | None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from importlib import import_module
 
 from bot.contract import parsers as contract
+from bot.contract.flags import wants_json
 from bot.contract.parsers import HANDLERS as CONTRACT_HANDLERS
 
 # command path -> "module:function" under bot.commands; imported only when run.
@@ -39,9 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ghost",
         description="Ghost: an AI network-forensics investigator for Azure.",
     )
-    from bot.terminal.console import version
+    from bot import __version__  # not bot.terminal: rich is not needed to print a version
 
-    parser.add_argument("--version", action="version", version=f"ghost {version()}")
+    parser.add_argument("--version", action="version", version=f"ghost {__version__}")
     parser.add_argument("--verbose", dest="log_verbose", action="store_true",
                         help="show the libraries' INFO logs too (apscheduler, alembic, Azure)")
     groups = parser.add_subparsers(dest="group", metavar="COMMAND")
@@ -69,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     session_cmds = session.add_subparsers(dest="command", metavar="SUBCOMMAND")
     show = session_cmds.add_parser("show", help="print an investigation's session state")
     show.add_argument("session_id", metavar="SID", help=SID_HELP)
-    show.add_argument("--json", action="store_true", help="the ghost-design §8 document")
+    show.add_argument("--json", action="store_true",
+                      help="its session document, as stored (docs/session-document.md)")
     listing = session_cmds.add_parser("list", help="list recent investigations")
     listing.add_argument("--limit", type=int, default=20,
                          help="how many, newest first (default 20; 0 lists none)")
@@ -91,12 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_serve_parsers(groups)  # `ghost serve` and `ghost worker` (Slack and Teams)
 
-    groups.add_parser(
+    doctor = groups.add_parser(
         "doctor", help="check what a deployment needs, one line per check (exit 1 on a problem)",
         description="Check the database (reachable, migrated), Slack/Teams settings, the Gemini "
         "key, `az` (present, signed in, can read) and capture settings; print one line per "
-        "check with what to fix. Exit 1 when a required check fails.",
+        "check with what to fix. Exit 1 when a required check fails. Changes nothing.",
     )
+    contract.add_json(doctor, "every check")
 
     demo = groups.add_parser(
         "demo", help="watch Ghost investigate a simulated Azure incident (no key, no Azure)",
@@ -181,11 +184,17 @@ def _handler(path: tuple[str, ...]) -> Callable[[argparse.Namespace], int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    from bot.contract.runner import parse_or_error, run_json, wants_json
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given == ["--version"]:  # answered before anything else is built or imported
+        from bot import __version__
 
-    json_mode = wants_json(sys.argv[1:] if argv is None else argv)
+        print(f"ghost {__version__}")
+        return 0
+    parser = build_parser()
+    json_mode = wants_json(given)
     if json_mode:  # a usage error is an INVALID_ARGUMENT document on stdout, exit 2
+        from bot.contract.runner import parse_or_error
+
         parsed, code = parse_or_error(lambda: parser.parse_args(argv))
         if parsed is None:
             return code or 0
@@ -206,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     quiet_library_logs(bool(getattr(args, "log_verbose", False)))  # INFO only with --verbose
     if json_mode:  # every failure is an error document on stdout, never a traceback
+        from bot.contract.runner import run_json
+
         return run_json(lambda: quiet_on_broken_pipe(lambda: _handler(path)(args)))
     from bot.errors import run_reporting_errors
 

@@ -67,10 +67,12 @@ def password_for(settings: Settings) -> Callable[[], str] | None:
     return EntraTokenPassword(DefaultAzureCredential(managed_identity_client_id=client_id))
 
 
-def open_database(settings: Settings, *, auto_migrate: bool | None = None) -> Any:
-    """The ``storage.db.Database`` of these settings, signing in as they say."""
+def open_database(settings: Settings, *, auto_migrate: bool | None = None,
+                  create: bool = True) -> Any:
+    """The ``storage.db.Database`` of these settings, signing in as they say (``create``:
+    False for a command that only reads, which must not create a SQLite file)."""
     from storage.db import Database
 
     return Database(settings.resolved_database_url,
                     auto_migrate=settings.uses_default_database if auto_migrate is None
-                    else auto_migrate, password=password_for(settings))
+                    else auto_migrate, password=password_for(settings), create=create)

@@ -76,4 +76,4 @@ def task_events_after(store: Store, session_id: str, event_id: int) -> list[dict
     """Task records appended after row ``event_id``, with that row id."""
     return _after(store, TaskEvent, session_id, TaskEvent.id, event_id,
                   lambda r: {"id": r.id, "task_id": r.task_id, "state": r.state,
-                             "record": dict(r.record)})
+                             "record": dict(r.record), "created_at": r.created_at})

@@ -27,7 +27,12 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.errors import GhostError
-from storage.errors import DatabaseNotMigrated, DatabaseUnreachable, too_new
+from storage.errors import (
+    DatabaseMissing,
+    DatabaseNotMigrated,
+    DatabaseUnreachable,
+    too_new,
+)
 
 #: the databases Ghost runs on (SQLAlchemy backend names)
 SUPPORTED_BACKENDS = ("sqlite", "postgresql")
@@ -103,8 +108,20 @@ def parse_url(url: str) -> Any:
     return parsed
 
 
-def make_engine(url: str, password: Callable[[], str] | None = None) -> Engine:
-    """An engine for ``url``; SQLite files get their directory created.
+def sqlite_file(url: str) -> Path | None:
+    """The file a ``sqlite:///`` URL names (None for another database or ``:memory:``)."""
+    parsed = parse_url(normalise_url(url))
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or \
+            parsed.database == ":memory:" or parsed.database.startswith("file:"):
+        return None
+    return Path(parsed.database).expanduser()
+
+
+def make_engine(url: str, password: Callable[[], str] | None = None, *,
+                create: bool = True) -> Engine:
+    """An engine for ``url``. A SQLite file gets its directory created, unless ``create`` is
+    False (a command that only reads): then a missing file is :class:`DatabaseMissing`, and
+    nothing is created on disk.
 
     ``password``: called for each new PostgreSQL connection, its result is the password (an
     Entra ID token on Azure, which expires: a token fetched once would stop new connections
@@ -112,8 +129,11 @@ def make_engine(url: str, password: Callable[[], str] | None = None) -> Engine:
     url = normalise_url(url)
     parsed = parse_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        path = sqlite_file(url)
+        if path is not None and not create and not path.is_file():
+            raise DatabaseMissing(str(path))
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 30},
                                json_deserializer=tolerant_json)
         _sqlite_setup(engine)
@@ -141,9 +161,9 @@ class Database:
     """An engine, its session factory, and the checks a command runs before using them."""
 
     def __init__(self, url: str, *, auto_migrate: bool = False,
-                 password: Callable[[], str] | None = None) -> None:
+                 password: Callable[[], str] | None = None, create: bool = True) -> None:
         self.url = normalise_url(url)
-        self.engine = make_engine(self.url, password)
+        self.engine = make_engine(self.url, password, create=create)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.auto_migrate = auto_migrate
         self._checked = False

@@ -17,6 +17,20 @@ class DatabaseNotMigrated(GhostError):
     exit_code = 2
 
 
+class DatabaseMissing(DatabaseNotMigrated):
+    """A command that only reads found no SQLite file where the URL points; it created none
+    (a read never leaves an empty database or a new directory behind)."""
+
+    def __init__(self, path: str, message: str | None = None, hint: str | None = None,
+                 *, default: bool = False) -> None:
+        super().__init__(message or f"There is no database at {path}.",
+                         hint or "Create it with `ghost db upgrade` (with the same "
+                         "GHOST_DATABASE_URL), or check the path.")
+        self.path = path
+        #: the default database in the data directory (not a GHOST_DATABASE_URL)
+        self.default = default
+
+
 class DatabaseTooNew(GhostError):
     """The schema was migrated by a newer Ghost than this one (a rollback, a mixed rollout)."""
 

@@ -16,7 +16,7 @@ from core.errors import AuditIntegrityError
 
 
 def verify(args: argparse.Namespace) -> int:
-    store = build_store()
+    store = build_store(read_only=True)
     report = store.verify_audit(args.session_id)
     if getattr(args, "json", False):  # the agent contract (docs/agent-contract.md)
         from bot.contract.audit import emit_verdict
@@ -51,7 +51,7 @@ def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    store = build_store()
+    store = build_store(read_only=True)
     sid = args.session_id
     store.get_investigation(sid)  # unknown SID: one-line error before touching the disk
     out_dir = Path(args.dir)

@@ -64,9 +64,19 @@ def status(args: argparse.Namespace) -> int:
     from bot.db_auth import open_database
     from storage import migrate
     from storage.db import safe_url
+    from storage.errors import DatabaseMissing
 
     settings = load_settings()
-    db = open_database(settings)
+    try:  # a status is a read: it never creates the database (nor its directory)
+        db = open_database(settings, create=False)
+    except DatabaseMissing as exc:
+        from bot.read_only import missing
+
+        for line in where(settings, safe_url(settings.resolved_database_url)):
+            print(line)
+        print("revision: none (there is no database file)")
+        print(missing(settings, exc.path).hint)
+        return 1
     if db.auto_migrate:
         from storage.errors import DatabaseTooNew
 

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from typing import Any, TextIO
 
 from bot.settings import Settings, load_settings
 from bot.terminal import RULE, Prompter, banner
 from bot.terminal.approver import local_user, print_alert
-from bot.terminal.style import say
+from bot.terminal.style import MAX_WIDTH, say, say_command, terminal_width, wrapped
 from core.safety.approval import ApprovalRequest, Decision
 
 DEFAULT_SCENARIO = "nsg-deny-redis"
-WIDTH = 96
 SECOND_ENGINEER = "second-engineer (ghost demo --yes)"
 #: how many times --yes answers Continue to a text-only model turn before it says Done
 MAX_AUTO_CONTINUES = 2
@@ -39,8 +37,7 @@ class SecondEngineer:
 
     def request(self, request: ApprovalRequest) -> Decision:
         print_alert(request, self.out)
-        self.out.write(f"Your choice: a   ← approved by {SECOND_ENGINEER}\n")
-        self.out.flush()
+        say(self.out, f"Your choice: a   ← approved by {SECOND_ENGINEER}")
         return Decision.approve(SECOND_ENGINEER)
 
 
@@ -92,11 +89,11 @@ def lab_banner(out: TextIO, session_id: str, lab: Any, model: str, *, yes: bool,
         ("Model", f"{model} — {who}"),
         ("Approvals", approvals),
     ]
-    for label, text in rows:
-        lines = textwrap.wrap(text, width=WIDTH - 15, break_on_hyphens=False) or [""]
-        out.write(f"  {label + ':':<11}  {lines[0]}\n")
-        for more in lines[1:]:
-            out.write(f"{'':<15}{more}\n")
+    width = terminal_width(out)  # a pipe: one line per row, as the transcript convention
+    for label, text in rows:  # wrapped at spaces under the text, never inside a word
+        for line in wrapped(f"  {label + ':':<11}  {text}", out, indent=" " * 13,
+                            width=min(width, MAX_WIDTH) if width else None):
+            out.write(line + "\n")
     out.write(f"{RULE}\n")
     out.flush()
 
@@ -139,8 +136,8 @@ def run(settings: Settings, *, scenario: str, yes: bool, stdin: TextIO | None = 
         _begin(engine, store, session_id, lab.scenario.symptom, prompter, out)
         code = _drive(engine, store, session_id, prompter, out)
     except KeyboardInterrupt:
-        out.write(f"\nInterrupted. Lab session {session_id} is saved as it stood; run "
-                  "`ghost demo` again for a fresh run.\n")
+        say(out, f"\nInterrupted. Lab session {session_id} is saved as it stood; run "
+            "`ghost demo` again for a fresh run.")
         return 130
     except BrainUnavailable as exc:
         say(out, f"\n[ERROR] {exc.message}")
@@ -148,7 +145,7 @@ def run(settings: Settings, *, scenario: str, yes: bool, stdin: TextIO | None = 
     finally:
         lease.release()
     say(out, f"  Lab session {session_id} (scenario {lab.scenario.name}) is saved with its "
-        "audit log, marked as a lab run.\n"
-        f"  Verify the audit chain: ghost audit verify {session_id}\n"
-        f"  Every command and decision: ghost audit export {session_id} --dir .", indent="    ")
+        "audit log, marked as a lab run.", indent="    ")
+    say_command(out, "Verify the audit chain:", f"ghost audit verify {session_id}")
+    say_command(out, "Every command and decision:", f"ghost audit export {session_id} --dir .")
     return code

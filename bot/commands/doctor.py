@@ -17,6 +17,7 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from bot.settings import Settings, load_settings
@@ -37,10 +38,17 @@ class Check:
 
 
 def check_database(settings: Settings) -> Check:
-    from bot.db_auth import open_database
     from bot.health import database_status
+    from bot.read_only import open_existing
+    from storage.errors import DatabaseMissing
 
-    db = open_database(settings)
+    try:  # a check creates nothing: a missing SQLite file is reported, not made
+        db = open_existing(settings)
+    except DatabaseMissing as exc:
+        if exc.default:  # a fresh machine: the first investigation creates it
+            return Check("database", "warn", f"no database yet at {exc.path}",
+                         "`ghost db upgrade` creates it (so does the first investigation)")
+        return Check("database", "FAIL", exc.message, exc.hint or "")
     try:
         ok, found, fix = database_status(db)
     finally:
@@ -191,13 +199,7 @@ def check_captures(settings: Settings) -> list[Check]:
 
     checks: list[Check] = []
     data_dir = settings.data_dir.resolve()
-    try:
-        settings.capture_dir.mkdir(parents=True, exist_ok=True)
-        writable = os.access(settings.capture_dir, os.W_OK)
-    except OSError as exc:
-        writable, data_dir = False, settings.data_dir
-        checks.append(Check("captures", "FAIL", f"cannot create {settings.capture_dir}: "
-                            f"{exc.strerror}", "set GHOST_DATA_DIR to a writable directory"))
+    writable = _writable(settings.capture_dir)  # checked, not created: doctor changes nothing
     if writable and not settings.capture_dir.resolve().is_relative_to(data_dir):
         checks.append(Check("captures", "warn", f"capture dir {settings.capture_dir} is outside "
                             f"GHOST_DATA_DIR {data_dir}: analysing captures needs approval",
@@ -230,6 +232,15 @@ def check_captures(settings: Settings) -> list[Check]:
     return checks
 
 
+def _writable(path: Path) -> bool:
+    """``path`` is a writable directory, or the nearest directory that exists above it is
+    writable (so Ghost can create it on first use)."""
+    for candidate in (path, *path.absolute().parents):
+        if candidate.exists():
+            return candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+    return False
+
+
 def _first(text: str) -> str:
     for line in text.splitlines():
         line = line.strip()
@@ -255,8 +266,16 @@ def run_checks(settings: Settings, run: AzRunner = run_az) -> list[Check]:
 def doctor(args: argparse.Namespace) -> int:
     settings = load_settings()
     checks = run_checks(settings)
+    failed = [c for c in checks if c.status == "FAIL"]
+    if getattr(args, "json", False):  # docs/agent-contract.md, docs/schemas/doctor.schema.json
+        from bot.contract.output import emit
+
+        emit({"ready": not failed, "problems": len(failed),
+              "warnings": sum(c.status == "warn" for c in checks),
+              "checks": [{"name": c.name, "status": c.status.lower(), "found": c.found,
+                          "fix": c.fix or None} for c in checks]})
+        return 1 if failed else 0
     for check in checks:
         print(check.line(), flush=True)
-    failed = [c for c in checks if c.status == "FAIL"]
     print(f"ghost doctor: {len(failed)} problem(s)" if failed else "ghost doctor: ready")
     return 1 if failed else 0

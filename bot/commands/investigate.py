@@ -32,6 +32,15 @@ def resume_hint(session_id: str) -> str:
     return f"Session saved. Resume with: ghost investigate --resume {session_id}"
 
 
+def say_resume(out: TextIO, session_id: str) -> None:
+    """:func:`resume_hint` on the terminal: the command whole on a line of its own when the
+    screen is too narrow for both (never a line break inside the command)."""
+    from bot.terminal.style import say_command
+
+    say_command(out, "Session saved. Resume with:", f"ghost investigate --resume {session_id}",
+                indent="")
+
+
 def investigate(args: argparse.Namespace) -> int:
     if getattr(args, "detach", False) or getattr(args, "json", False):
         from bot.contract.detach import detach  # create it for a `ghost worker`, print its id
@@ -93,10 +102,13 @@ def run(settings: Settings, *, symptom: str | None, resume: str | None,
         return _drive(engine, store, session_id, prompter, out,
                       resumed=bool(resume) and session_id == resume)
     except KeyboardInterrupt:
-        out.write(f"\n{resume_hint(session_id)}\n" if session_id else "\nInterrupted.\n")
+        out.write("\n" if session_id else "\nInterrupted.\n")
+        if session_id:
+            say_resume(out, session_id)
         return 130
     except BrainUnavailable as exc:
-        say(out, f"\n[ERROR] {exc.message}\n{resume_hint(session_id)}")
+        say(out, f"\n[ERROR] {exc.message}")
+        say_resume(out, session_id)
         return 1
     finally:
         if lease is not None:
@@ -157,7 +169,7 @@ def _resume(store: object, engine: object, session_id: str, prompter: Prompter, 
     corrupted = inv.corrupted or (None if inv.state.get("session_id") == session_id
                                   else "it does not name this session")
     if corrupted:
-        out.write(f"Warning: session state corrupted ({corrupted}).\n")
+        say(out, f"Warning: session state corrupted ({corrupted}).")
         choice = prompter.choose("[F]resh session / [A]bort > ", {"f": "fresh", "a": "abort"})
         if choice != "fresh":
             raise Aborted("Aborted: the saved session state is corrupted.",
@@ -175,7 +187,7 @@ def _resume(store: object, engine: object, session_id: str, prompter: Prompter, 
         warning = ("The session state's checksum did not match when it was resumed; the "
                    "engineer chose to continue. Treat the hypothesis log with care.")
     banner(session_id, out)
-    out.write(f"Resuming {session_id}: {inv.symptom}\n")
+    say(out, f"Resuming {session_id}: {inv.symptom}")
     engine.mark_resumed(session_id, integrity_warning=warning)
     return session_id, None
 
@@ -222,14 +234,14 @@ def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
         engine_state = store.get_investigation(session_id).engine_state or {}
         last_text = str(engine_state.get("last_text") or "").strip()
         if engine_state.get("phase") == "awaiting_user" and last_text:
-            out.write(f"\n[Ghost Agent] {last_text}\n")
+            say(out, f"\n[Ghost Agent] {last_text}")
     while True:
         outcome = engine.advance(session_id)
         if outcome.kind == "awaiting_user":
             choice = prompter.choose("Continue investigation? [C]ontinue / [D]one > ",
                                      {"c": "continue", "d": "done"})
             if choice is None:
-                out.write(f"{resume_hint(session_id)}\n")
+                say_resume(out, session_id)
                 return 0
             if choice == "done":
                 engine.finish(session_id)
@@ -245,7 +257,7 @@ def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
             elif choice == "generate":
                 engine.finish(session_id)
             else:
-                out.write(f"{resume_hint(session_id)}\n")
+                say_resume(out, session_id)
                 return 0
         elif outcome.kind == "parked":
             minutes = engine.outage.limit_s / 60
@@ -257,14 +269,14 @@ def _drive(engine: object, store: object, session_id: str, prompter: Prompter,
             # an approval left open by Ctrl-C (or a crash): the person at the keyboard decides
             if _decide_open_approval(engine, store, outcome.approval_id):
                 continue
-            out.write(f"{resume_hint(session_id)}\n")
+            say_resume(out, session_id)
             return 0
         else:
             inv = store.get_investigation(session_id)
             rca = (inv.engine_state or {}).get("rca") or {}
             if outcome.rca_error and outcome.rca_markdown:
-                out.write(f"[ERROR] Could not write the RCA ({outcome.rca_error}); here it "
-                          "is:\n\n")
+                say(out, f"[ERROR] Could not write the RCA ({outcome.rca_error}); here it "
+                    "is:\n")
                 out.write(outcome.rca_markdown + "\n")
             closing_banner(out, path=outcome.rca_path, confidence=str(rca.get("confidence")),
                            turns=int(inv.state.get("turn_count") or 0),

@@ -14,6 +14,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from bot.terminal.style import say
 from core.errors import GhostError
 
 
@@ -28,7 +29,6 @@ def list_scenarios(args: argparse.Namespace) -> int:
     if not paths:
         print("No shipped scenarios found.")
         return 1
-    width = max(len(p.stem) for p in paths)
     rows: list[tuple[str, str, str]] = []
     for path in paths:
         try:
@@ -36,11 +36,11 @@ def list_scenarios(args: argparse.Namespace) -> int:
             rows.append((scenario.name, scenario.truth.category, scenario.title))
         except ScenarioError as exc:
             rows.append((path.stem, "(invalid)", exc.errors[0] if exc.errors else str(exc)))
-    kind = max(len(r[1]) for r in rows)
-    for name, category, title in rows:
-        print(f"{name:<{width}}  {category:<{kind}}  {title}")
-    print(f"\n{len(paths)} scenarios. Run one: ghost demo NAME   ·   check a file: "
-          "ghost lab check FILE")
+    from bot.terminal.tables import scenarios_table
+
+    scenarios_table(rows, sys.stdout)
+    say(sys.stdout, f"\n{len(paths)} scenarios. Run one: ghost demo NAME   ·   check a file: "
+        "ghost lab check FILE")
     return 0
 
 

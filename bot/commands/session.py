@@ -13,7 +13,7 @@ from core.session_state import ChecksumStatus, check_checksum
 
 
 def show(args: argparse.Namespace) -> int:
-    inv = build_store().get_investigation(args.session_id)  # `show --json`: the §8 document
+    inv = build_store(read_only=True).get_investigation(args.session_id)
     if inv.corrupted and getattr(args, "json", False):  # the contract's error document
         from bot.contract.codes import Code, ContractError
 
@@ -69,7 +69,14 @@ def list_sessions(args: argparse.Namespace) -> int:
         print(f"ghost: --limit {args.limit} is negative: give how many investigations to list.",
               file=sys.stderr)
         return 2
-    store = build_store()
+    from bot.bootstrap import build_store_if_any
+    from bot.read_only import nothing_yet
+
+    settings = load_settings()
+    store = build_store_if_any(settings)  # a read: never creates the database
+    if store is None:
+        print(nothing_yet(settings))
+        return 0
     rows = store.list_investigations(limit=args.limit) if args.limit else []
     if not rows:
         any_at_all = bool(rows) or bool(store.list_investigations(limit=1))
@@ -79,9 +86,9 @@ def list_sessions(args: argparse.Namespace) -> int:
     from core.engine.usage import PriceTableError, parse_prices
 
     try:
-        prices = parse_prices(load_settings().prices)
+        prices = parse_prices(settings.prices)
     except PriceTableError:  # `ghost doctor` says what is wrong with it; no cost shown
         prices = {}
-    # a table: id, status, started, requester, symptom, turns, cost
+    # a table that fits the terminal: id, status and age first (bot/terminal/tables.py)
     print_sessions(rows, sys.stdout, utc_now(), prices)
     return 0

@@ -15,7 +15,7 @@ def status(args: argparse.Namespace) -> int:
 
     fields = parse_fields(args.fields)
     settings = load_settings()
-    store = build_store(settings)
+    store = build_store(settings, read_only=True)
     inv = store.get_investigation(args.session_id)
     doc = status_doc(inv, approvals=store.approvals(inv.session_id),
                      tasks=store.latest_tasks(inv.session_id),

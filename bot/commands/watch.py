@@ -39,10 +39,12 @@ class _Out:
         self.count += 1
         if self.jsonl:
             sys.stdout.write(dumps(envelope(event, session_id=self.sid)) + "\n")
-        else:
-            detail = {k: v for k, v in event.items() if k != "event" and v not in (None, [], "")}
-            sys.stdout.write(f"[{event['event']}] " + "  ".join(
-                f"{k}={v}" for k, v in detail.items()) + "\n")
+        else:  # one line for a person: time, kind, a sentence (bot/terminal/events.py)
+            from bot.terminal.events import event_line, indent
+            from bot.terminal.style import wrapped
+
+            sys.stdout.write("\n".join(wrapped(event_line(event), sys.stdout,
+                                                indent=indent())) + "\n")
         sys.stdout.flush()
 
 
@@ -52,14 +54,19 @@ def watch(args: argparse.Namespace) -> int:
     if args.interval <= 0 or (args.timeout is not None and args.timeout <= 0):
         raise ContractError(Code.INVALID_ARGUMENT, "--interval and --timeout must be positive "
                             "numbers of seconds.")
-    store = build_store()
+    store = build_store(read_only=True)
     sid = store.get_investigation(args.session_id).session_id
     out = _Out(sid, args.jsonl, args.limit)
     cursor = Cursor()
     deadline = None if args.timeout is None else time.monotonic() + args.timeout
     while True:
         inv = store.get_investigation(sid)
-        for event in collect(store, inv, cursor):
+        events = collect(store, inv, cursor)
+        if not args.jsonl:  # for a person, in the order things happened
+            from bot.terminal.events import in_time_order
+
+            events = in_time_order(events)
+        for event in events:
             out.write(event)
         if out.full:
             return int(Exit.OK)

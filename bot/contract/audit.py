@@ -21,7 +21,7 @@ def show_record(args: argparse.Namespace) -> int:
     from bot.bootstrap import build_store
 
     fields = parse_fields(args.fields)
-    record = build_store().audit_record(args.audit_id)
+    record = build_store(read_only=True).audit_record(args.audit_id)
     if record is None:
         raise ContractError(Code.AUDIT_NOT_FOUND, f"No audit record '{args.audit_id}'.",
                             "Audit ids are in `ghost watch` command events and in "

@@ -89,7 +89,7 @@ def collect(store: Any, inv: Any, cursor: Cursor) -> list[dict[str, Any]]:
         record = task["record"]
         events.append({"event": "task", "task_id": task["task_id"], "state": task["state"],
                        "intent": record.get("intent"), "outcome": record.get("outcome"),
-                       "target": record.get("target")})
+                       "target": record.get("target"), "at": when(task.get("created_at"))})
     return events
 
 

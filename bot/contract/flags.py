@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 
 def add_json(parser: argparse.ArgumentParser, what: str = "the contract document") -> None:
@@ -40,3 +41,14 @@ def add_contract(parser: argparse.ArgumentParser, *, what: str = "the contract d
                             help=f"at most N entries in each list (default {limit})")
     if verbose:
         add_verbose(parser)
+
+
+JSON_FLAGS = ("--json", "--jsonl")
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """``--json`` or ``--jsonl`` among Ghost's own options (not after ``--``, where a
+    command line for the lab or the gate begins)."""
+    args = list(argv)
+    own = args[:args.index("--")] if "--" in args else args
+    return any(a in JSON_FLAGS for a in own)

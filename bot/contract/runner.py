@@ -16,25 +16,17 @@ import sys
 import tempfile
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from bot.contract.codes import Code, ErrorInfo, classify
+from bot.contract.flags import JSON_FLAGS, wants_json
 from bot.contract.output import emit
 
 log = logging.getLogger("ghost.cli")
-JSON_FLAGS = ("--json", "--jsonl")
-
-
-def wants_json(argv: Sequence[str]) -> bool:
-    """``--json`` or ``--jsonl`` among Ghost's own options (not after ``--``, where a
-    command line for the lab or the gate begins)."""
-    args = list(argv)
-    own = args[:args.index("--")] if "--" in args else args
-    return any(a in JSON_FLAGS for a in own)
-
-
+__all__ = ["JSON_FLAGS", "log_traceback", "parse_or_error", "print_error", "run_json",
+           "wants_json"]
 def print_error(info: ErrorInfo, *, session_id: str | None = None,
                 out: TextIO | None = None) -> int:
     emit({"error": info.as_dict()}, session_id=session_id, out=out)

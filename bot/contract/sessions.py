@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -59,7 +60,8 @@ def _prices() -> dict[str, Any]:
 
 
 def list_sessions(args: argparse.Namespace) -> int:
-    from bot.bootstrap import build_store
+    from bot.bootstrap import build_store_if_any
+    from bot.settings import load_settings
     from storage.contract_queries import investigations
 
     if args.limit < 1:
@@ -67,20 +69,20 @@ def list_sessions(args: argparse.Namespace) -> int:
     fields = parse_fields(getattr(args, "fields", None))
     statuses = parse_statuses(args.status)
     since = parse_since(args.since)
-    rows = investigations(build_store(), statuses=statuses, since=since, limit=args.limit)
+    store = build_store_if_any(load_settings())  # none yet on a fresh machine: an empty list
+    rows = [] if store is None else \
+        investigations(store, statuses=statuses, since=since, limit=args.limit)
+    now, prices = datetime.now(UTC), _prices()
     if args.json:
         verbose = bool(fields) or bool(getattr(args, "verbose", False))
-        now, prices = datetime.now(UTC), _prices()
         emit({"count": len(rows), "sessions": [
             session_doc(r, verbose=verbose, now=now, prices=prices) for r in rows]},
              fields=fields, items_key="sessions")
         return 0
     if not rows:
         print("No investigations match.")
-    from bot.state import state_of
+        return 0
+    from bot.terminal.tables import print_sessions
 
-    for inv in rows:
-        lab = "[lab] " if inv.lab else ""
-        print(f"{inv.session_id:28} {state_of(inv).name:18} {inv.created_at:%Y-%m-%d %H:%M}  "
-              f"{lab}{inv.symptom[:60]}")
+    print_sessions(rows, sys.stdout, now, prices)
     return 0

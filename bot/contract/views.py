@@ -13,6 +13,7 @@ from core.safety.approval import ApprovalPolicy, is_modifiable
 #: platforms whose investigations were opened from the command line (`--detach`)
 CLI_PLATFORM = "cli"
 CLI_CHANNEL = "cli"
+TERMINAL_PLATFORM = "terminal"
 FINISHED = ("completed", "cancelled", "failed")
 TASK_FIELDS = ("task_id", "intent", "state", "outcome", "target", "mode", "paired_task_id",
                "error_detail")
@@ -35,12 +36,20 @@ def deciders(inv: Any, approval: Any, policy: ApprovalPolicy) -> dict[str, Any]:
     """Who may decide a request, as the policy will judge it."""
     excluded = sorted({x for x in (inv.requested_by, approval.modified_by) if x}) \
         if policy.two_person else []
+    if inv.platform == TERMINAL_PLATFORM:  # one person at a keyboard decides (DESIGN.md):
+        # the two-person rule and the channel are chat features
+        owner = inv.requested_by or "the engineer who started it"
+        return {"approvers": None, "channel": None, "excluded": [], "two_person": False,
+                "rule": f"{owner}, who started it: at the terminal (`ghost investigate "
+                        f"--resume {inv.session_id}`) or with `ghost approvals decide`"}
     if policy.approvers:
         who = "anyone on the approvers list"
     elif inv.platform == CLI_PLATFORM:
         who = "anyone who runs ghost against this database"
+    elif inv.channel_ref:
+        who = f"any member of the {inv.platform.title()} channel {inv.channel_ref}"
     else:
-        who = f"any member of the {inv.platform} channel {inv.channel_ref or '?'}"
+        who = f"any member of the investigation's {inv.platform.title()} channel"
     rule = who + (f" except {', '.join(excluded)}" if excluded else "")
     return {"approvers": sorted(policy.approvers) or None,
             "channel": None if policy.approvers else inv.channel_ref,
@@ -63,7 +72,9 @@ def approval_doc(approval: Any, inv: Any, policy: ApprovalPolicy, *,
         "expired": bool(expires is not None and approval.status == "pending" and expires <= now),
         "may_decide": deciders(inv, approval, policy),
         "decided_by": approval.decided_by,
-        "decide_command": f"ghost approvals decide {approval.approval_id} approve --as USER",
+        "decide_command": f"ghost approvals decide {approval.approval_id} approve --as "
+                          + (inv.requested_by or "USER" if inv.platform == TERMINAL_PLATFORM
+                             else "USER"),
         # Modify only where there is something to edit (a capture's create, a command)
         "decisions": ["approve", "deny", *(["modify"] if is_modifiable(approval.context)
                                            else [])],

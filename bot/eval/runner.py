@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,9 @@ _MIGRATING = threading.Lock()
 
 
 def ghost_version() -> str:
-    try:
-        return metadata.version("ghost")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    from bot import __version__
+
+    return __version__
 
 
 class EvalApprover:

@@ -28,6 +28,7 @@ from bot.chat.decisions import Decider
 from bot.chat.runtime import ChatRuntime
 from bot.settings import Settings
 from bot.slack.client import Pacer, make_client
+from bot.slack.failures import SLACK_HINTS, describe
 from bot.slack.handlers import Handlers
 from bot.slack.port import SlackDirectory, SlackPort
 from core.errors import GhostError
@@ -35,17 +36,6 @@ from storage.db import transient_cause
 from storage.store import Store
 
 log = logging.getLogger(__name__)
-
-#: What to tell the engineer for the Slack errors they can fix themselves.
-SLACK_HINTS = {
-    "not_in_channel": "Ghost is not in this channel yet: `/invite @ghost`, then try again.",
-    "channel_not_found": "Ghost cannot see this channel: `/invite @ghost` (private channels "
-                         "need an invite too).",
-    "invalid_auth": "Slack refused Ghost's token: check SLACK_BOT_TOKEN.",
-    "missing_scope": "The Slack app lacks a scope: reinstall it from "
-                     "deploy/slack-manifest.yaml.",
-}
-
 
 class _TokenSkippedFilter(logging.Filter):
     """bolt reads SLACK_BOT_TOKEN from the environment and, since Ghost hands it a configured
@@ -89,8 +79,9 @@ class BotIdentity(Authorize):
             log.info("Slack bot identity: %s (%s)", self.found["bot_user_id"],
                      self.found["bot_id"])
         except Exception as exc:  # noqa: BLE001 - a bad token shows on the first post
-            log.warning("could not look up the bot's identity (auth.test: %s); trying again "
-                        "at the next request", exc)
+            what, fix = describe(exc, api_url=self.client.base_url,
+                                 doing="look up the bot's identity (auth.test)")
+            log.warning("%s %s Ghost tries again at the next request.", what, fix)
         finally:
             self._looking.release()
 

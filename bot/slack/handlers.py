@@ -40,6 +40,7 @@ from bot.chat.runtime import ChatRuntime, NotWaiting
 from bot.chat.status import list_lines, status_line, status_view
 from bot.chat.steering import why_not_steer
 from bot.slack import blocks
+from bot.slack.failures import SLACK_HINTS
 from bot.slack.port import SlackPort
 from core.errors import GhostError, UnknownInvestigation
 from core.session_state import iso_utc, utc_now
@@ -140,8 +141,6 @@ class Handlers:
         """The worker could not post a slash command's root for a reason waiting does not fix
         (not invited, a bad token): tell the requester through the command's response URL,
         which works where Ghost may not post. False for anything else (tried again later)."""
-        from bot.slack.app import SLACK_HINTS
-
         code = str(error.response.get("error")) if isinstance(error, SlackApiError) else ""
         hint = SLACK_HINTS.get(code)
         if hint is None:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from bot.terminal.preview import output_preview
-from bot.terminal.style import cut, fancy, wrapped
+from bot.terminal.style import cut, fancy, say_command, wrapped
 
 RULE = "═" * 54
 
@@ -40,7 +40,10 @@ class TerminalNotifier:
             for row in output_preview(result):
                 if row.startswith("    │"):  # a glimpse of the output: one screen line each
                     self.out.write(cut(row, self.out) + "\n")
-                else:  # "… N more lines: ghost audit show ID": the command whole
+                elif ": ghost " in row:  # "… N more lines: ghost audit show ID": copyable
+                    label, command = row.split(": ", 1)
+                    say_command(self.out, label.strip() + ":", command, indent="    ")
+                else:
                     self._print(row)
             self.out.flush()
         elif result.get("error") == "unknown_tool":
@@ -104,13 +107,9 @@ def orchestrator_line(name: str, result: Mapping[str, Any]) -> str:
 
 def version() -> str:
     """The installed Ghost's version (``ghost --version`` and the banner)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
+    from bot import __version__
 
-    try:
-        return dist_version("ghost")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
+    return __version__
 
 
 def banner(session_id: str, out: TextIO) -> None:

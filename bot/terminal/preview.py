@@ -24,7 +24,8 @@ def output_preview(result: Mapping[str, Any], *, lines: int = PREVIEW_LINES) -> 
     stderr = str(result.get("stderr") or "")
     if stderr.strip():
         text = (text.rstrip("\n") + "\n" if text.strip() else "") + stderr
-    rows = [row.rstrip() for row in redact(text).splitlines()]
+    # tabs (`-o tsv`) as the terminal would show them, so a cut line is cut where it shows
+    rows = [row.expandtabs(8).rstrip() for row in redact(text).splitlines()]
     while rows and not rows[-1]:
         rows.pop()
     if not rows:

@@ -44,13 +44,19 @@ def terminal_width(out: TextIO) -> int | None:
     return max(20, console_for(out).width)
 
 
-def wrapped(text: str, out: TextIO, *, indent: str = "    ") -> list[str]:
-    """``text`` as the screen lines of a terminal, broken at spaces only (never inside a name
-    such as ``rg-prod-spoke-001`` or an audit id, unless one alone is wider than the screen),
-    continuation lines indented; on a pipe, the one line unchanged."""
+def wrapped(text: str, out: TextIO, *, indent: str = "    ",
+            width: int | None = None) -> list[str]:
+    """``text`` as the screen lines of a terminal (``width`` columns, default the terminal's),
+    broken at spaces only, continuation lines indented; on a pipe, the one line unchanged.
+
+    Never inside a word: a name such as ``rg-prod-spoke-001``, an audit id, a path or a URL
+    that does not fit after the words before it starts a line of its own, and one wider than
+    the whole screen is left whole on that line (without the indent) for the terminal to
+    fold: Ghost never puts a newline inside it, so it copies and pastes as one.
+    """
     import textwrap
 
-    width = terminal_width(out)
+    width = width or terminal_width(out)
     if width is None:
         return [text]
     lines: list[str] = []
@@ -60,13 +66,12 @@ def wrapped(text: str, out: TextIO, *, indent: str = "    ") -> list[str]:
             continue
         lead = line[: len(line) - len(line.lstrip(" "))]
         cont = lead + indent if cell_len(lead + indent) < width // 2 else ""
-        # a word too long for a line starts one of its own, and is cut only if it is wider
-        # than the whole screen (a long path or URL)
         for part in textwrap.wrap(line, width, subsequent_indent=cont,
                                   break_on_hyphens=False, break_long_words=False) or [line]:
-            while cell_len(part) > width:
-                lines.append(set_cell_size(part, width))
-                part = cont + part[len(set_cell_size(part, width)):]
+            if cell_len(part) > width and part.startswith(cont) and cont:
+                part = part[len(cont):]  # too wide anyway: the whole screen for the word
+                if cell_len(lead + part) <= width:
+                    part = lead + part
             lines.append(part)
     return lines
 
@@ -83,3 +88,23 @@ def say(out: TextIO, text: str, *, indent: str = "  ") -> None:
     """Write ``text`` (one or more lines) wrapped at spaces to the terminal, and flush."""
     out.write("\n".join(wrapped(text, out, indent=indent)) + "\n")
     out.flush()
+
+
+def command_lines(label: str, command: str, width: int | None, *,
+                  indent: str = "  ") -> list[str]:
+    """``label command`` (a command to copy, after its label) as screen lines: one line when
+    it fits; else the label on its line and the command whole on the next (indented two more
+    when that fits), so a copy never takes a line break from the middle of a command."""
+    line = f"{indent}{label} {command}"
+    if width is None or cell_len(line) <= width:
+        return [line]
+    under = f"{indent}  {command}"
+    return [f"{indent}{label}", under if cell_len(under) <= width else command]
+
+
+def say_command(out: TextIO, label: str, command: str, *, indent: str = "  ") -> None:
+    """Write :func:`command_lines` for the terminal behind ``out`` (one line on a pipe)."""
+    out.write("\n".join(command_lines(label, command, terminal_width(out), indent=indent))
+              + "\n")
+    out.flush()
+

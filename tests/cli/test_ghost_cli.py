@@ -145,8 +145,8 @@ def test_unmigrated_database_says_to_upgrade(tmp_path: Path, database_url: str) 
 
 def test_db_status_says_whether_to_upgrade(tmp_path: Path, database_url: str) -> None:
     env = _env(tmp_path, database_url)
-    empty = ghost(env, "db", "status")
-    assert empty.returncode == 1 and "none (empty)" in empty.stdout
+    empty = ghost(env, "db", "status")  # SQLite: no file yet (and none is made); else empty
+    assert empty.returncode == 1 and "revision: none (" in empty.stdout
     assert "ghost db upgrade" in empty.stdout and "Traceback" not in empty.stderr
     assert ghost(env, "db", "upgrade").returncode == 0
     ready = ghost(env, "db", "status")
@@ -161,7 +161,7 @@ def test_a_schema_from_a_newer_ghost_is_one_line(tmp_path: Path, migrated_url: s
 
     env = _env(tmp_path, None if default_sqlite else migrated_url)
     if default_sqlite:
-        assert ghost(env, "session", "list").returncode == 0  # creates ./data/ghost.db
+        assert ghost(env, "db", "upgrade").returncode == 0  # creates ./data/ghost.db
     engine = make_engine(f"sqlite:///{tmp_path / 'data' / 'ghost.db'}" if default_sqlite
                          else migrated_url)
     with engine.begin() as conn:
@@ -177,10 +177,13 @@ def test_a_schema_from_a_newer_ghost_is_one_line(tmp_path: Path, migrated_url: s
 
 
 def test_default_sqlite_database_is_created_on_first_use(tmp_path: Path) -> None:
+    """By the first command that writes: a read creates nothing (test_reads_create_nothing)."""
     env = _env(tmp_path, None)
-    run = ghost(env, "session", "list")
-    assert run.returncode == 0, run.stderr
+    run = ghost(env, "investigate", "vm-a cannot reach vm-b", "--detach", "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
     assert (tmp_path / "data" / "ghost.db").exists()
+    listed = ghost(env, "session", "list")
+    assert json.loads(run.stdout)["session_id"] in listed.stdout
 
 
 def test_help_and_bad_usage(tmp_path: Path) -> None:
@@ -200,11 +203,17 @@ def test_the_default_data_dir_is_the_users_not_the_working_directory(tmp_path: P
     two.mkdir()
     first = subprocess.run([*GHOST, "db", "status"], env=env, cwd=one, capture_output=True,
                            text=True, timeout=60, check=False)
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 1, first.stderr  # no database yet; a status creates none
     data = tmp_path / "xdg" / "ghost"
     assert f"data dir: {data} (the user's data dir; GHOST_DATA_DIR overrides)" in first.stdout
     assert f"database: sqlite:///{data / 'ghost.db'} (ghost.db in the data dir)" in first.stdout
-    assert (data / "ghost.db").is_file() and not any(one.iterdir())
+    assert not data.exists() and not any(one.iterdir())
+    created = subprocess.run([*GHOST, "db", "upgrade"], env=env, cwd=one, capture_output=True,
+                             text=True, timeout=60, check=False)
+    assert created.returncode == 0 and (data / "ghost.db").is_file(), created.stderr
+    first = subprocess.run([*GHOST, "db", "status"], env=env, cwd=one, capture_output=True,
+                           text=True, timeout=60, check=False)
+    assert first.returncode == 0 and not any(one.iterdir())
     second = subprocess.run([*GHOST, "db", "status"], env=env, cwd=two, capture_output=True,
                             text=True, timeout=60, check=False)
     assert second.stdout == first.stdout and not any(two.iterdir())

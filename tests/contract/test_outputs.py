@@ -137,7 +137,7 @@ def test_approvals_list(store: Store, cli: Run) -> None:
     validate("approvals-list", doc)
     assert [a["command"] for a in doc["approvals"]] == ["echo old", "echo new", "echo slack"]
     rule = doc["approvals"][2]["may_decide"]["rule"]
-    assert rule == "any member of the slack channel C1 except U1"
+    assert rule == "any member of the Slack channel C1 except U1"
     _, mine = cli("approvals", "list", "--json", "--session", sid, "--fields", "command")
     assert mine["session_id"] == sid
     assert mine["approvals"] == [{"command": "echo old"}, {"command": "echo new"}]

@@ -51,7 +51,7 @@ def test_alert_to_rca_through_the_contract(fake_gemini: Any, migrated_url: str,
     doc = one_json(opened, "investigate-detach")
     sid = doc["session_id"]
     assert doc["state"] == "running" and doc["requested_by"] == "alertmanager"
-    assert doc["host_id"] == "contract-test-host" and doc["schema_version"] == "1.0.0"
+    assert doc["host_id"] == "contract-test-host" and doc["schema_version"] == "1.1.0"
     assert not fake_gemini.requests  # nothing asked the model yet: a worker does that
 
     # 2. a worker runs it until it needs a person

@@ -38,6 +38,8 @@ def test_a_ready_deployment_passes_every_check(
         ghost_env: Path, fake_az: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     _healthy(monkeypatch, fake_az)
+    assert main(["db", "upgrade"]) == 0  # doctor checks the database; it never creates one
+    capsys.readouterr()
     code, lines = _doctor(capsys)
     assert code == 0, lines
     assert lines[-1] == "ghost doctor: ready"
@@ -54,14 +56,15 @@ def test_a_ready_deployment_passes_every_check(
 def test_each_problem_is_one_line_with_its_fix(
         ghost_env: Path, fake_az: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str], database_url: str) -> None:
-    monkeypatch.setenv("GHOST_DATABASE_URL", database_url)  # reachable, never migrated
+    # never migrated: an empty PostgreSQL schema, or a SQLite file that does not exist yet
+    monkeypatch.setenv("GHOST_DATABASE_URL", database_url)
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1-2-abc")  # HTTP mode, no signing secret
     set_az_state(fake_az, signed_in=False)
     code, lines = _doctor(capsys)
     assert code == 1
     assert lines[-1] == "ghost doctor: 4 problem(s)"
     db = _line(lines, "database")
-    assert db.startswith("FAIL") and "is empty — fix: run `ghost db upgrade`" in db
+    assert db.startswith("FAIL") and "— fix: " in db and "`ghost db upgrade`" in db
     assert _line(lines, "slack").startswith("FAIL  slack      HTTP mode without "
                                             "SLACK_SIGNING_SECRET — fix: copy the signing secret")
     assert _line(lines, "gemini").startswith("FAIL  gemini     GEMINI_API_KEY is not set")

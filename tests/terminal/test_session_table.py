@@ -28,8 +28,9 @@ def test_the_list_is_a_table_with_a_header(cli_env: dict[str, str], store: Store
     run = _list(cli_env, tmp_path)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[0].split() == ["ID", "STATUS", "STARTED", "(UTC)", "REQUESTER", "SYMPTOM",
-                                "TURNS", "COST"]
+    # piped: every column (a terminal gets those that fit: test_widths.py)
+    assert lines[0].split() == ["ID", "STATUS", "AGE", "TURNS", "COST", "REQUESTER", "STARTED",
+                                "(UTC)", "SYMPTOM"]
     assert "\x1b" not in run.stdout  # piped: plain text
     row = {line.split()[0]: line.split() for line in lines[2:]}
     assert row[done][1:2] == ["completed"] and "alice" in row[done]
@@ -63,7 +64,7 @@ def test_the_cost_column_prices_recorded_usage_when_the_model_has_a_price(
     env = {**cli_env, "GHOST_PRICES": '{"m": {"prompt": 0.5, "output": 3}}'}
     run = _list(env, tmp_path)
     assert run.returncode == 0, run.stderr
-    last = {line.split()[0]: line.split()[-1] for line in run.stdout.splitlines()[2:]}
+    last = {line.split()[0]: line.split()[4] for line in run.stdout.splitlines()[2:]}
     assert last[priced.session_id] == "$0.8000"  # 1M prompt at $0.5 + 0.1M output at $3
     assert last[unpriced.session_id] == "n/a"  # no price for "other": never a guess
     assert last[silent] == "-"
