@@ -189,6 +189,9 @@ def print_sessions(rows: Sequence[Any], out: TextIO, now: datetime,
 #: the kind of fault it holds (often the name again, so it goes first when room is short)
 LAB_COLUMNS = ("SCENARIO", "TITLE", "FAULT")
 LAB_ORDER = ("SCENARIO", "FAULT", "TITLE")
+#: titles are short sentences: a narrower column than a symptom's still reads well, and keeps
+#: the table (with its header) at 60 columns beside the longest scenario name
+LAB_TITLE_MIN = 24
 
 
 def scenarios_table(rows: Sequence[tuple[str, str, str]], out: TextIO, *,
@@ -201,7 +204,7 @@ def scenarios_table(rows: Sequence[tuple[str, str, str]], out: TextIO, *,
     cells = {"SCENARIO": [r[0] for r in rows], "FAULT": [r[1] for r in rows],
              "TITLE": [r[2] for r in rows]}
     layout = plan(cells, console.width, priority=LAB_COLUMNS, order=LAB_ORDER, required=1,
-                  flexible="TITLE", flexible_min=SYMPTOM_MIN)
+                  flexible="TITLE", flexible_min=LAB_TITLE_MIN)
     columns = layout.columns if not layout.folded else \
         tuple(n for n in layout.columns if n != "TITLE")
     if layout.folded:  # very narrow: the title under its name

@@ -178,7 +178,7 @@ def test_a_schema_from_a_newer_ghost_is_one_line(tmp_path: Path, migrated_url: s
 
 def test_default_sqlite_database_is_created_on_first_use(tmp_path: Path) -> None:
     """By the first command that writes: a read creates nothing (test_reads_create_nothing)."""
-    env = _env(tmp_path, None)
+    env = _env(tmp_path, None) | {"GEMINI_API_KEY": "test-key"}  # --detach needs a worker's key
     run = ghost(env, "investigate", "vm-a cannot reach vm-b", "--detach", "--json")
     assert run.returncode == 0, run.stdout + run.stderr
     assert (tmp_path / "data" / "ghost.db").exists()

@@ -45,13 +45,15 @@ def test_a_terminal_request_is_decided_at_its_keyboard(store: Store, cli: Run) -
     assert code == 0
     assert "channel" not in text and " ? " not in text and "except" not in text, text
     said = " ".join(text.split())
-    assert f"may decide: the engineer at the terminal that resumes it (`ghost investigate " \
-           f"--resume {sid}`)" in said
-    assert f"decide: ghost investigate --resume {sid}" in said  # not `approvals decide`
+    # the person who started it decides (one person at a keyboard): at the terminal, or from
+    # `ghost approvals decide` as themselves (issue 34)
+    assert f"may decide: alice, who started it: at the terminal (`ghost investigate " \
+           f"--resume {sid}`) or with `ghost approvals decide`" in said
+    assert f"decide: ghost approvals decide {approval_id} approve --as alice" in said
     assert approval_id in text and "RISKY" in text and "(in 29 min)" in said
     _, doc = cli("approvals", "list", "--json")
     validate("approvals-list", doc)
-    assert doc["approvals"][0]["may_decide"]["rule"].startswith("the engineer at the terminal")
+    assert doc["approvals"][0]["may_decide"]["rule"].startswith("alice, who started it")
     assert doc["approvals"][0]["may_decide"]["excluded"] == []  # the requester decides there
 
 
@@ -62,8 +64,8 @@ def test_an_approvers_list_does_not_change_the_terminal(store: Store, cli: Run,
     monkeypatch.setenv("GHOST_APPROVERS", "ana,alice")
     _, doc = cli("approvals", "list", "--json")
     may = doc["approvals"][0]["may_decide"]
-    assert may["rule"] == f"the engineer at the terminal that resumes it (`ghost investigate " \
-                          f"--resume {sid}`)"
+    assert may["rule"] == f"alice, who started it: at the terminal (`ghost investigate " \
+                          f"--resume {sid}`) or with `ghost approvals decide`"
     assert may["excluded"] == [] and may["two_person"] is False
 
 
@@ -109,7 +111,7 @@ def test_watch_reads_as_sentences(tmp_path: Path) -> None:
     assert any(" command   RISKY `az network watcher packet-capture create" in line and
                "approved by second-engineer (ghost demo --yes)" in line for line in lines)
     assert any(" capture   capture_traffic ghost_api-vm-01_" in line for line in lines)
-    assert re.match(r"^\d\d:\d\d:\d\d  end +the investigation is completed after 9 "
+    assert re.match(r"^\d\d:\d\d:\d\d  end +the investigation is completed after \d+ "
                     r"turn\(s\)\. RCA: /\S+/ghost_rca_ghost_\d+_\d+\.md$", lines[-1]), lines[-1]
     stamps = [line[:8] for line in lines]
     assert stamps == sorted(stamps)  # in the order things happened
