@@ -75,8 +75,9 @@ def _setup_logging() -> None:
 
 def _require_gemini(settings: Settings) -> None:
     if not settings.gemini_api_key and not settings.lab:  # GHOST_LAB: the replay can answer
-        raise MissingSetting("GEMINI_API_KEY is not set.",
-                             "Set it in the environment or .env (see .env.example).")
+        raise MissingSetting("GEMINI_API_KEY is not set: `ghost serve` runs investigations with "
+                             "Gemini.", "Set it in the environment or .env (see .env.example), "
+                             "or set GHOST_LAB=SCENARIO to try Ghost in chat against the lab.")
 
 
 def _drain() -> Any:
@@ -161,8 +162,7 @@ def serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     socket_mode = bool(settings.slack_app_token)
     run_worker = settings.serve_runs_worker and not args.no_worker
-    if run_worker:
-        _require_gemini(settings)
+    _require_gemini(settings)  # the chat engine (clicks, resumptions) is built even without a worker
     store = build_store(settings)
     drain = _drain()
     stop = drain.stop

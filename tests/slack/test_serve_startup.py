@@ -20,10 +20,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _serve(tmp_path: Path, api_url: str, *flags: str) -> subprocess.CompletedProcess[str]:
+def _serve(tmp_path: Path, api_url: str, *flags: str,
+           lab: str | None = "nsg-deny-redis") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GHOST_", "SLACK_", "GEMINI_", "Microsoft"))}
-    env |= {"GHOST_DATA_DIR": str(tmp_path / "data"), "GHOST_LAB": "nsg-deny-redis",
+    env |= {"GHOST_DATA_DIR": str(tmp_path / "data"), **({"GHOST_LAB": lab} if lab else {}),
             "SLACK_BOT_TOKEN": "xoxb-1-2-test", "SLACK_APP_TOKEN": "xapp-1-test",
             "SLACK_API_URL": api_url, "PORT": str(_free_port()),
             "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
@@ -69,3 +70,19 @@ def test_verbose_shows_the_libraries_log(tmp_path: Path) -> None:
     assert run.returncode == 2
     assert "slack_sdk" in run.stderr  # the retry handler's INFO and the per-attempt ERROR
     assert len(_problems(run.stderr)) == 1
+
+
+def test_no_model_key_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    """Without GEMINI_API_KEY (and not a lab) nothing could investigate: say so at start, not an
+    "unexpected BrainError" from deep in the wiring (with or without a worker)."""
+    for flags in ((), ("--no-worker",)):
+        run = subprocess.run([*GHOST, "serve", *flags], env={
+            k: v for k, v in os.environ.items()
+            if not k.startswith(("GHOST_", "SLACK_", "GEMINI_", "GOOGLE_", "Microsoft"))} | {
+            "GHOST_DATA_DIR": str(tmp_path / "data"), "SLACK_BOT_TOKEN": "xoxb-1-2-test",
+            "SLACK_SIGNING_SECRET": "s3cr3t", "PORT": str(_free_port())},
+            capture_output=True, text=True, timeout=120, check=False)
+        assert run.returncode == 2, run.stderr
+        [line] = _problems(run.stderr)
+        assert line.startswith("ghost: GEMINI_API_KEY is not set") and "GHOST_LAB" in line, line
+        assert "Traceback" not in run.stderr and "unexpected" not in run.stderr
