@@ -162,7 +162,8 @@ def serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     socket_mode = bool(settings.slack_app_token)
     run_worker = settings.serve_runs_worker and not args.no_worker
-    _require_gemini(settings)  # the chat engine (clicks, resumptions) is built even without a worker
+    # The chat engine (clicks, resumptions) is built even without a worker.
+    _require_gemini(settings)
     store = build_store(settings)
     drain = _drain()
     stop = drain.stop
