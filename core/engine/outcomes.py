@@ -41,8 +41,8 @@ _HTTP_STATUS = re.compile(r"^(?:< )?HTTP/[\d.]+\s+(\d{3})\b", re.MULTILINE)
 _BARE_STATUS = re.compile(r"(?:^|\n)(\d{3})\s*$")
 _ACCESS_JSON = re.compile(r'"access"\s*:\s*"(Allow|Deny)"', re.IGNORECASE)
 _RULE_JSON = re.compile(r'"ruleName"\s*:\s*"([^"]*)"')
-_FLOW_KEY = re.compile(r"^[ \t]+id ([a-z_]+)(?:; rule ([^;]+?)(?: \(aclID [^)]*\))?)?"
-                       r"(?:; window (\S+) to (\S+))?[ \t]*$", re.MULTILINE)
+_FLOW_KEY = re.compile(r"^[ \t]+id ([a-z_]+)((?:; [^\n]*)?)[ \t]*$", re.MULTILINE)
+_ACL = re.compile(r" \(aclID [^)]*\)$")
 _ACCESS_WORD = re.compile(r"^[ \t]*(Allow|Deny)\b[ \t]*(\S*)", re.MULTILINE)
 
 #: curl's exit codes for the failures an engineer meets most (man curl, "EXIT CODES")
@@ -156,17 +156,23 @@ def _az(argv: list[str], exit_code: int | None, out: str, err: str) -> str | Non
 
 
 def _forensics(argv: list[str], exit_code: int | None, out: str, err: str) -> str | None:
-    """The flow-log analyser's top finding: its id, deciding rule and window, so the RCA's
-    evidence table shows them beside the run that found them."""
+    """The flow-log analyser's top finding: its id, first flow, deciding rule and window, so
+    the RCA's evidence table shows them beside the run that found them."""
     if argv[1:2] != ["flowlogs"] or exit_code != 0:
         return None
     keys = _FLOW_KEY.findall(out)
     if not keys:
         return None
-    finding, rule, first, last = keys[0]
-    said = f"flow logs: {finding}" + (f" by {rule}" if rule else "")
-    if first:
-        said += f", {first} to {last}"
+    finding, rest = keys[0]
+    fields = dict(part.partition(" ")[::2] for part in rest.split("; ")[1:])
+    said = f"flow logs: {finding}"
+    if fields.get("flows"):
+        first, _, others = fields["flows"].partition(", ")
+        said += f" of {first}" + (" and others" if others else "")
+    if fields.get("rule"):
+        said += f" by {_ACL.sub('', fields['rule'])}"
+    if fields.get("window"):
+        said += f", {fields['window']}"
     return said + (f" (+{len(keys) - 1} more)" if len(keys) > 1 else "")
 
 

@@ -48,11 +48,11 @@ def _analyse(files: list[str], *question: str, out: Path) -> tuple[int, str]:
 
 @pytest.mark.parametrize(("scenario", "hours", "question", "expected"), [
     ("lb-probe-blocked", ["13"], ["--dst", "10.1.3.0/24", "--port", "8080"],
-     "flow logs: flow_denied by UserRule_deny-all-inbound, 2026-11-22T13:02Z to "
-     "2026-11-22T13:40Z"),
+     "flow logs: flow_denied of 168.63.129.16 → 10.1.3.4:8080/TCP and others by "
+     "UserRule_deny-all-inbound, 2026-11-22T13:02Z to 2026-11-22T13:40Z"),
     ("firewall-rule-deny", ["13", "14"], ["--src", "10.2.1.4"],
-     "flow logs: flow_one_way by UserRule_allow-out-partner, 2026-11-29T13:50Z to "
-     "2026-11-29T14:19Z"),
+     "flow logs: flow_one_way of 10.2.1.4 → 203.0.113.60:5432/TCP by "
+     "UserRule_allow-out-partner, 2026-11-29T13:50Z to 2026-11-29T14:19Z"),
     ("firewall-rule-deny", ["13"], ["--src", "10.2.1.9"], "flow logs: no_flows_seen"),
 ])
 def test_the_top_finding_its_rule_and_window_are_the_runs_meaning(
@@ -66,9 +66,13 @@ def test_the_top_finding_its_rule_and_window_are_the_runs_meaning(
 
 
 def test_no_meaning_for_a_capture_a_failed_run_or_output_without_a_key_line() -> None:
-    line = "             id flow_denied; rule R; window 2026-01-01T00:00Z to 2026-01-01T00:05Z\n"
+    line = ("             id flow_denied; rule R (aclID 1); window 2026-01-01T00:00Z to "
+            "2026-01-01T00:05Z\n")
     assert meaning("ghost-forensics flowlogs d --out o", 0, line) == \
         "flow logs: flow_denied by R, 2026-01-01T00:00Z to 2026-01-01T00:05Z"
+    two = line + "             id flow_one_way; flows a → b:1/TCP\n"
+    assert meaning("ghost-forensics flowlogs d --out o", 0, two) == \
+        "flow logs: flow_denied by R, 2026-01-01T00:00Z to 2026-01-01T00:05Z (+1 more)"
     assert meaning("ghost-forensics flowlogs d --out o", 2, line) is None
     assert meaning("ghost-forensics c.pcap --out o", 0, line) is None
     assert meaning("ghost-forensics flowlogs d --out o", 0, "1 finding\n") is None
