@@ -192,7 +192,7 @@ def build_engine(
         orchestrator_for=orchestrator_for,
         rca_writer=_lab_noted(settings, store, _rca_writer(settings)),
         notifier=TerminalNotifier(out),
-        audit_dir=str(settings.audit_dir),
+        audit_dir=str(settings.audit_dir), data_dir=str(settings.data_dir.resolve()),
         sleep=thinking.pausing(_sleep),  # a retry's wait says what failed and which attempt
         prices=settings.prices,
         outage=outage_policy(settings),  # the terminal waits an outage out in place
@@ -286,7 +286,8 @@ def build_chat_engine(
                                    base_url=settings.gemini_base_url),
         shell_for=shell_for, orchestrator_for=orchestrator_for,
         rca_writer=_lab_noted(settings, store, _rca_writer(settings)), notifier=notifier,
-        audit_dir=str(settings.audit_dir), sleep=_sleep, prices=settings.prices,
+        audit_dir=str(settings.audit_dir), data_dir=str(settings.data_dir.resolve()),
+        sleep=_sleep, prices=settings.prices,
         outage=outage_policy(settings, inline_s=CHAT_INLINE_WAIT_S),
     )
     runtime = ChatRuntime(store=store, engine=engine, notifier=notifier, port_for=port_for,

@@ -134,7 +134,7 @@ def lab_brain(lab: Lab, settings: Settings) -> Any:
     from lab.replay import ReplayBrain, ReplayError
 
     try:
-        return ReplayBrain(lab.scenario)
+        return ReplayBrain(lab.scenario, settings.data_dir)
     except ReplayError as exc:
         raise LabUnavailable(str(exc)) from exc
 

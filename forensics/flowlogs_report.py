@@ -119,6 +119,32 @@ def report_md(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: flows named on a finding's key line (the report lists them all)
+KEY_FLOWS = 2
+
+
+def finding_key(finding: dict[str, Any]) -> str:
+    """One line an RCA can cite as is: the finding's id, its flows, the deciding rule and the
+    window (first and last minute), e.g. ``id flow_denied; flows 168.63.129.16 → 10.1.3.4:8080/TCP;
+    rule UserRule_deny-all-inbound (aclID …); window 2026-11-22T13:02Z to 2026-11-22T13:40Z``.
+    The audit record of the run keeps it, so the evidence needs no file that may be gone by
+    the time the RCA is read (core.engine.outcomes reads it)."""
+    parts = [f"id {finding['id']}"]
+    flows = [str(f["label"]) for f in finding.get("flows") or []
+             if isinstance(f, dict) and f.get("label")]
+    if flows:
+        more = f" (+{len(flows) - KEY_FLOWS} more)" if len(flows) > KEY_FLOWS else ""
+        parts.append(f"flows {', '.join(flows[:KEY_FLOWS])}{more}")
+    rule = finding.get("rule")
+    if isinstance(rule, dict) and rule.get("name"):
+        acl = f" (aclID {rule['acl_id']})" if rule.get("acl_id") else ""
+        parts.append(f"rule {rule['name']}{acl}")
+    window = finding.get("window")
+    if isinstance(window, dict) and window.get("from"):
+        parts.append(f"window {window['from']} to {window.get('until') or 'the end'}")
+    return "; ".join(parts)
+
+
 def print_top(doc: dict[str, Any], paths: list[str], stream: TextIO) -> None:
     """The question in one line, the first findings with their next step, the files."""
     colour = stream.isatty() and not os.environ.get("NO_COLOR")
@@ -130,6 +156,7 @@ def print_top(doc: dict[str, Any], paths: list[str], stream: TextIO) -> None:
         if colour:
             sev = f"\x1b[{_COLOURS.get(f['severity'], '0')}m{sev}\x1b[0m"
         print(f"{f['rank']:>2}. {sev} {f['title']}", file=stream)
+        print(f"             {finding_key(f)}", file=stream)
         if f.get("next_step"):
             print(f"             next: {f['next_step']}", file=stream)
     if len(findings) > TOP:

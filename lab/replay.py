@@ -11,7 +11,11 @@ investigation produced, read from the history alone (docs/lab.md, "The replay"):
   ``run_shell_cmd`` result, so a replay can cite evidence (``evidence_audit_ids``);
 - ``{{report:N}}`` / ``{{summary:N}}`` (lab extension): the forensic report / executive summary
   path of capture task N, as the latest orchestrator answer gave it, shell-quoted, so a replay
-  can ``cat`` it wherever the data directory is.
+  can ``cat`` it wherever the data directory is;
+- ``{{data_dir}}`` (lab extension): Ghost's data directory (resolved, shell-quoted), the one
+  folder the gate lets a download or an analysis write to, so a replay can name where flow-log
+  blobs go on any machine. It is configuration, not history: every process of one deployment
+  fills it the same way.
 
 A turn may declare what it depends on (``expects``) and where to go when that did not happen
 as scripted (``on_denied``, ``on_changed``): ``lab.replay_format`` reads those fields,
@@ -40,7 +44,7 @@ from lab.replay_format import Script, Turn, load_script
 if TYPE_CHECKING:
     from lab.scenario import Scenario
 
-_REF = re.compile(r"\{\{(?:(task|report|summary):(\d+)|(audit):(\d+|last))\}\}")
+_REF = re.compile(r"\{\{(?:(task|report|summary):(\d+)|(audit):(\d+|last)|(data_dir))\}\}")
 #: the stored form of a run_shell_cmd response (core.engine.history.AUDIT_REF), in case a
 #: history reaches the brain without being rebuilt
 _AUDIT_REF = "_audit_ref"
@@ -109,10 +113,13 @@ class ReplayContext:
     task_ids: Sequence[str] = ()
     audit_ids: Sequence[str | None] = ()
     paths: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    data_dir: Path | None = None
 
     @classmethod
-    def of(cls, history: Sequence[Mapping[str, Any]]) -> ReplayContext:
-        return cls(capture_task_ids(history), shell_audit_ids(history), capture_paths(history))
+    def of(cls, history: Sequence[Mapping[str, Any]],
+           data_dir: Path | None = None) -> ReplayContext:
+        return cls(capture_task_ids(history), shell_audit_ids(history), capture_paths(history),
+                   data_dir)
 
     def task(self, n: int, ref: str) -> str:
         if n >= len(self.task_ids):
@@ -147,9 +154,17 @@ class ReplayContext:
                           "check_task answer has given it yet (the capture is not analysed)")
         return shlex.quote(path)
 
+    def data_directory(self) -> str:
+        if self.data_dir is None:
+            raise _misfit("names Ghost's data directory ({{data_dir}}) but none was given to "
+                          "the replay brain")
+        return shlex.quote(str(self.data_dir.resolve()))
+
     def fill(self, match: re.Match[str]) -> str:
-        kind, n, audit, which = match.groups()
+        kind, n, audit, which, data_dir = match.groups()
         ref = match.group(0)
+        if data_dir:
+            return self.data_directory()
         if audit:
             return self.audit(which, ref)
         if kind == "task":
@@ -217,7 +232,7 @@ class ReplayBrain:
     serves the same turn.
     """
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, data_dir: Path | None = None) -> None:
         path = scenario.replay_path()
         if path is None:
             raise ReplayError(f"scenario {scenario.name} has no replay; set GEMINI_API_KEY to "
@@ -226,6 +241,7 @@ class ReplayBrain:
         self.turns = list(self.script.raw)
         self.model = f"replay:{scenario.name}"
         self.path = path
+        self.data_dir = data_dir
 
     def generate(self, *, system_prompt: str, tools: Sequence[Mapping[str, Any]],
                  history: Sequence[Mapping[str, Any]]) -> ModelReply:
@@ -276,7 +292,8 @@ class ReplayBrain:
     def _fill(self, turn: Turn, history: Sequence[Mapping[str, Any]], call: int
               ) -> dict[str, Any]:
         try:
-            return dict(substitute(copy.deepcopy(dict(turn.content)), ReplayContext.of(history)))
+            return dict(substitute(copy.deepcopy(dict(turn.content)),
+                                   ReplayContext.of(history, self.data_dir)))
         except BrainError as exc:
             raise BrainError(f"{self.path.name}, turn {call + 1}: {exc}",
                              transient=False) from exc

@@ -99,7 +99,8 @@ def run_scenario(path: Path, settings: Settings, options: EvalOptions, *, repeat
         record.category = scenario.truth.category
         record.replay_sha256 = file_sha256(scenario.replay_path())
         try:
-            brain = ReplayBrain(scenario) if options.replay else lab_brain(lab, local)
+            brain = (ReplayBrain(scenario, local.data_dir) if options.replay
+                     else lab_brain(lab, local))
         except ReplayError as exc:
             raise GhostError(str(exc)) from exc
         record.model = str(brain.model)

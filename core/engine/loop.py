@@ -140,6 +140,7 @@ class Engine:
         retries: int = 3,
         audit_dir: str = "./audit/",
         prices: str | None = None,
+        data_dir: str | None = None,
         outage: OutagePolicy | None = None,
     ) -> None:
         self.store = store
@@ -154,6 +155,9 @@ class Engine:
         self.retries = retries
         self.outage = outage or OutagePolicy()
         self.audit_dir = audit_dir
+        #: Ghost's data directory: where the prompt tells the model to download flow-log blobs
+        #: (the gate lets downloads and analyses write there without approval)
+        self.data_dir = data_dir
         self.prices = prices  # GHOST_PRICES, for the RCA's Cost line (core/engine/usage.py)
 
     # ------------------------------------------------------------------ commands
@@ -253,7 +257,8 @@ class Engine:
         check_history(sid, turns)  # every call answered exactly once, or nothing is sent
         history = rebuild(turns, records)
         prompt = build_system_prompt(is_resume=bool(state.get("is_resume")),
-                                     audit_dir=str(state.get("audit_dir") or self.audit_dir))
+                                     audit_dir=str(state.get("audit_dir") or self.audit_dir),
+                                     data_dir=self.data_dir)
         reply = self._generate(prompt, history, held, state, engine)
         if reply is None:
             return Outcome("parked", text=str((engine.get("outage") or {}).get("error") or ""))

@@ -16,6 +16,9 @@ Formats read:
 - curl: ``curl: (7) Failed to connect …`` (its exit codes), ``HTTP/1.1 503 …`` status lines
   (``-i``, ``-I``, ``-v``), a bare status from ``-w '%{http_code}'``
 - az network watcher test-ip-flow: ``{"access": "Deny", "ruleName": "…"}`` (json, tsv, table)
+- ghost-forensics flowlogs: the key line under each finding, ``id flow_denied; rule R (aclID
+  A); window 2026-11-22T13:02Z to 2026-11-22T13:40Z`` (forensics.flowlogs_report.finding_key);
+  the first is the top-ranked finding
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ _HTTP_STATUS = re.compile(r"^(?:< )?HTTP/[\d.]+\s+(\d{3})\b", re.MULTILINE)
 _BARE_STATUS = re.compile(r"(?:^|\n)(\d{3})\s*$")
 _ACCESS_JSON = re.compile(r'"access"\s*:\s*"(Allow|Deny)"', re.IGNORECASE)
 _RULE_JSON = re.compile(r'"ruleName"\s*:\s*"([^"]*)"')
+_FLOW_KEY = re.compile(r"^[ \t]+id ([a-z_]+)((?:; [^\n]*)?)[ \t]*$", re.MULTILINE)
+_ACL = re.compile(r" \(aclID [^)]*\)$")
 _ACCESS_WORD = re.compile(r"^[ \t]*(Allow|Deny)\b[ \t]*(\S*)", re.MULTILINE)
 
 #: curl's exit codes for the failures an engineer meets most (man curl, "EXIT CODES")
@@ -150,9 +155,30 @@ def _az(argv: list[str], exit_code: int | None, out: str, err: str) -> str | Non
     return f"IP flow {verdict}" + (f" by {rule_text}" if rule_text else "")
 
 
+def _forensics(argv: list[str], exit_code: int | None, out: str, err: str) -> str | None:
+    """The flow-log analyser's top finding: its id, first flow, deciding rule and window, so
+    the RCA's evidence table shows them beside the run that found them."""
+    if argv[1:2] != ["flowlogs"] or exit_code != 0:
+        return None
+    keys = _FLOW_KEY.findall(out)
+    if not keys:
+        return None
+    finding, rest = keys[0]
+    fields = dict(part.partition(" ")[::2] for part in rest.split("; ")[1:])
+    said = f"flow logs: {finding}"
+    if fields.get("flows"):
+        first, _, others = fields["flows"].partition(", ")
+        said += f" of {first}" + (" and others" if others else "")
+    if fields.get("rule"):
+        said += f" by {_ACL.sub('', fields['rule'])}"
+    if fields.get("window"):
+        said += f", {fields['window']}"
+    return said + (f" (+{len(keys) - 1} more)" if len(keys) > 1 else "")
+
+
 _READERS: dict[str, Callable[[list[str], int | None, str, str], str | None]] = {
     "dig": _dig, "nslookup": _nslookup, "host": _host, "ping": _ping, "ping6": _ping,
-    "curl": _curl, "az": _az,
+    "curl": _curl, "az": _az, "ghost-forensics": _forensics,
 }
 
 

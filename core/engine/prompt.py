@@ -180,7 +180,29 @@ step explains the symptom, and report the rule, route or link it names.
      per line: ss, ip, dig, nslookup, ping, nc -z, curl GET, top -b, uptime, cat
      /etc/resolv.conf). It runs on a production VM, so a second engineer must approve
      it; any other script is FORBIDDEN. If denied, pivot (see SPECIFIC PIVOTS).
-  6. Capture (LEVEL 4) only when 1-5 look right but traffic still fails.
+  6. What did the network record? — after IP flow verify, before a capture, and always
+     for an outage that is over (IP flow verify and effective rules only see now). VNet
+     flow logs hold every minute's flows with the rule that decided them:
+       az network watcher flow-log list -l <region> --query
+         "[].[name, targetResourceId, storageId, enabled]" -o tsv
+         (the flow log whose target covers the VNet, subnet or NIC; its storage account)
+       az storage blob list --account-name <sa> -c insights-logs-flowlogflowevent
+         --auth-mode login --prefix "flowLogResourceID=/<SUB>_NETWORKWATCHERRG/
+         NETWORKWATCHER_<REGION>_<FLOWLOG>/y=YYYY/m=MM/d=DD/h=HH" --query "[].name" -o tsv
+         (upper case as listed; one blob per NIC and hour: take the hours of the window)
+       az storage blob download --account-name <sa> -c insights-logs-flowlogflowevent
+         --auth-mode login -n <blob> --file <DATA_DIR>/fl-<flowlog>-h<HH>-<MAC>.json -o none
+         (one per blob; <DATA_DIR> is the data directory in SESSION CONTEXT: the only place
+         a download is SAFE; the folder must exist, so write into it directly)
+       ghost-forensics flowlogs <file> [<file> ...] [--src <ip|cidr>] [--dst <ip|cidr>]
+         [--port <n>] --out <DATA_DIR>/flowlogs-<name>   (--out is required)
+     It prints the top findings, each with a line "id <finding>; flows …; rule …; window
+     <first minute> to <last minute>", and the report's path: cat it for the deciding
+     rules, every flow and its minutes (in a raw tuple, D = denied; B/C/E with nothing
+     received = sent and never answered). Cite the analyser's record (and the report's) as
+     evidence; quote the rule and the window. --auth-mode login reads the blobs with your
+     identity (no account key); flow logs hold addresses, not secrets.
+  7. Capture (LEVEL 4) only when 1-6 look right but traffic still fails.
   When the path holds more than VMs, read these parts at steps 2-5:
   - Load balancer: az network lb show -g <rg> -n <lb> (frontend, pools, probes, rules) and
       az monitor metrics list --resource <lb id> --metric DipAvailability --offset 1h
@@ -211,13 +233,6 @@ step explains the symptom, and report the rule, route or link it names.
     show (64,512 SNAT ports per public IP); az monitor metrics list --resource <ngw id>
     --metric SNATConnectionCount --filter "ConnectionState eq '*'": Failed > 0 = SNAT
     exhaustion, a share of new connections fail (their SYNs are never answered).
-  - Flow logs (what the network did, minute by minute): az network watcher flow-log list
-    --location <region> names the storage account; az storage blob list / download
-    --auth-mode login --account-name <sa> --container-name insights-logs-flowlogflowevent
-    (one blob per NIC and hour), saved under the audit directory, then read with
-    ghost-forensics flowlogs <file or folder>. Tuples: D = denied (with the rule), B/E with
-    nothing received = sent and never answered. Read them after IP flow verify and before a
-    capture, and for an outage that is over: IP flow verify only sees now.
   Also: az network watcher test-connectivity -g <rg> --source-resource <vm>
   --dest-address <ip> --dest-port <port> walks the hops and reports where a
   connection stops; az network vnet peering list -g <rg> --vnet-name <vnet>:
@@ -272,7 +287,23 @@ A share of Internet calls fail   run_shell_cmd       capture_traffic
 
 Outage over, cause wanted        run_shell_cmd       run_shell_cmd
                                    (activity-log,      (flow logs, metrics
-                                   metrics)            over the window)"""
+                                   metrics)            over the window)
+
+FLOW-LOG FINDING (ghost-forensics flowlogs)  WHAT IT MEANS           NEXT
+─────────────────────────────────────────────────────────────────────────
+flow_denied      rule R denied the flows     R is the cause in that window: cite R
+                 from minute A to minute B   and A to B; find its write (and its
+                 (allowed before/again?)     removal) in the activity log; still
+                                             ongoing = fix R, confirm with test-ip-flow
+flow_one_way     allowed out, nothing came   the NSGs let it out: the fault is past
+                 back (from minute A)        the sender's NIC. Destination NIC in the
+                                             logs = lost between them (routes, NVA);
+                                             outside the VNet = beyond it (firewall,
+                                             NAT, the remote end's allow-list)
+no_flows_seen    nothing recorded for the    the traffic never reached the logged
+                 pair asked about            scope: the client's DNS and target, the
+                                             route from it (show-next-hop), or the
+                                             flow log's target and hours are wrong"""
 
 _FILE_READ = """\
 FILE READ RESTRICTION:
@@ -379,7 +410,12 @@ SPECIFIC PIVOTS:
                                   without running anything on the VM; az vm
                                   get-instance-view for power state
   capture_traffic denied        → test-ip-flow, show-next-hop and test-connectivity
-                                  (the platform's view of the same path, no capture)
+                                  (the platform's view of the same path, no capture),
+                                  and the flow logs of the window (step 6)
+  flow-log blobs unreadable     → (AuthorizationPermissionMismatch: the identity lacks
+                                  blob read on the flow-log container; say so in
+                                  recommended_actions) metrics over the window and
+                                  the activity log; the flow stays UNVERIFIABLE
   test-ip-flow / show-next-hop  → az network nic list-effective-nsg and
   denied or failing               show-effective-route-table (the rules and routes
                                   they evaluate), then nsg rule list / route list
@@ -457,6 +493,7 @@ _SESSION = """\
 SESSION CONTEXT:
   is_resume = {is_resume}
   audit directory = {audit_dir}
+  data directory = {data_dir}  (downloads and analyses write here without approval)
 {resume_note}"""
 
 _RESUME_NOTE = (
@@ -466,9 +503,12 @@ _RESUME_NOTE = (
 _FRESH_NOTE = "  This is a new investigation: start with the INVESTIGATION FRAMEWORK."
 
 
-def build_system_prompt(*, is_resume: bool, audit_dir: str) -> str:
-    """The whole system instruction; ``audit_dir`` is the directory the cat rule allows."""
+def build_system_prompt(*, is_resume: bool, audit_dir: str, data_dir: str | None = None) -> str:
+    """The whole system instruction; ``audit_dir`` is the directory the cat rule allows,
+    ``data_dir`` Ghost's data directory (where flow-log blobs are downloaded and analysed;
+    without one, the audit directory's parent)."""
     audit = audit_dir.rstrip("/") or "/"
+    data = (data_dir or "").rstrip("/") or audit.rpartition("/")[0] or "/"
     parts = (
         _INTRO,
         _FRAMEWORK,
@@ -485,6 +525,7 @@ def build_system_prompt(*, is_resume: bool, audit_dir: str) -> str:
         _SESSION.format(
             is_resume="True" if is_resume else "False",
             audit_dir=audit,
+            data_dir=data,
             resume_note=_RESUME_NOTE if is_resume else _FRESH_NOTE,
         ),
     )

@@ -23,6 +23,7 @@ from core.engine import rca_sections as sections
 from core.engine.hypotheses import apply_completion
 from core.engine.rca_captures import ReadFile, pattern_b, read_reports
 from core.engine.rca_evidence import artifact_reports, classify_audit, latest_tasks
+from core.engine.rca_flowlogs import flow_logs
 from core.session_state import iso_utc
 
 CONFIDENCES = ("high", "medium", "low")
@@ -141,6 +142,7 @@ def build_rca(
                               cost=cost_line)
     lines += sections.hypotheses(doc)
     lines += sections.commands(audit)
+    lines += flow_logs(audit, doc)
     lines += sections.captures(tasks, reads, advisories)
     lines += sections.actions(actions, concluded=completion is not None)
     lines += sections.unresolved(doc)

@@ -1,6 +1,7 @@
-// Ghost on Azure: one resource group with everything Ghost runs on, two custom roles at the
-// subscription (deploy/azure/ghost-role.json and ghost-storage-role.json, checked by
-// tests/deploy/test_role.py), and their assignments on the resource groups Ghost may investigate.
+// Ghost on Azure: one resource group with everything Ghost runs on, three custom roles at the
+// subscription (deploy/azure/ghost-role.json, ghost-storage-role.json and ghost-flowlog-role.json,
+// checked by tests/deploy/test_role.py), and their assignments on the resource groups Ghost may
+// investigate and on the flow-log containers it may read.
 //
 //   az deployment sub create --location westeurope --template-file deploy/azure/main.bicep \
 //     --parameters @deploy/azure/main.parameters.json
@@ -21,6 +22,9 @@ param ghostResourceGroupName string = '${namePrefix}-rg'
 
 @description('Resource groups Ghost may investigate: its identity gets the Ghost Investigator role on each.')
 param investigatedResourceGroups array
+
+@description('Flow-log containers Ghost may read, each {resourceGroup, storageAccount} (container insights-logs-flowlogflowevent): its identity gets Ghost Flow Log Reader on each container.')
+param flowLogStorage array = []
 
 @description('Resource group of the regions\' Network Watchers (Azure creates NetworkWatcherRG).')
 param networkWatcherResourceGroup string = 'NetworkWatcherRG'
@@ -78,6 +82,7 @@ param extraSettings object = {}
 
 var investigatorDoc = loadJsonContent('ghost-role.json')
 var storageDoc = loadJsonContent('ghost-storage-role.json')
+var flowLogDoc = loadJsonContent('ghost-flowlog-role.json')
 
 resource ghostRg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
   name: ghostResourceGroupName
@@ -96,6 +101,26 @@ resource investigatorRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' =
         notActions: investigatorDoc.NotActions
         dataActions: investigatorDoc.DataActions
         notDataActions: investigatorDoc.NotDataActions
+      }
+    ]
+    assignableScopes: [
+      subscription().id
+    ]
+  }
+}
+
+resource flowLogRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid(subscription().id, namePrefix, 'ghost-flowlog-reader')
+  properties: {
+    roleName: '${flowLogDoc.Name} (${namePrefix})'
+    description: flowLogDoc.Description
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: flowLogDoc.Actions
+        notActions: flowLogDoc.NotActions
+        dataActions: flowLogDoc.DataActions
+        notDataActions: flowLogDoc.NotDataActions
       }
     ]
     assignableScopes: [
@@ -192,6 +217,16 @@ module investigate 'modules/role-assignment.bicep' = [for rg in union(investigat
   params: {
     principalId: identities.outputs.appPrincipalId
     roleDefinitionId: investigatorRole.id
+  }
+}]
+
+module flowLogs 'modules/flowlog-reader.bicep' = [for fl in flowLogStorage: {
+  name: 'ghost-flowlogs-${uniqueString(fl.resourceGroup, fl.storageAccount)}'
+  scope: resourceGroup(fl.resourceGroup)
+  params: {
+    storageAccountName: fl.storageAccount
+    principalId: identities.outputs.appPrincipalId
+    roleDefinitionId: flowLogRole.id
   }
 }]
 

@@ -17,7 +17,8 @@ from core.safety.rules.az_reads import CLEAN_READS, REQUIRED_VALUES
 from tests.deploy import rbac
 
 ROOT = Path(__file__).resolve().parents[2]
-ROLE_FILES = [ROOT / "deploy/azure/ghost-role.json", ROOT / "deploy/azure/ghost-storage-role.json"]
+ROLE_FILES = [ROOT / "deploy/azure/ghost-role.json", ROOT / "deploy/azure/ghost-storage-role.json",
+              ROOT / "deploy/azure/ghost-flowlog-role.json"]
 
 
 def _calls(paths: list[Path] | None = None) -> list[rbac.SdkCall]:
@@ -65,7 +66,7 @@ def test_a_role_missing_an_action_fails() -> None:
     main = roles[0]
     cut = rbac.Role(main.name, main.actions - {"Microsoft.Network/networkWatchers/nextHop/action"},
                     main.data_actions)
-    found = rbac.problems(_calls(), rbac.AZ_READS, [cut, roles[1]])
+    found = rbac.problems(_calls(), rbac.AZ_READS, [cut, *roles[1:]])
     assert found == ["missing microsoft.network/networkwatchers/nexthop/action (needed by "
                      "az network watcher show-next-hop)"]
 
@@ -75,13 +76,13 @@ def test_an_unused_or_wildcard_action_fails() -> None:
     main = roles[0]
     wide = rbac.Role(main.name, main.actions | {"Microsoft.Network/networkWatchers/*"},
                      main.data_actions)
-    found = rbac.problems(_calls(), rbac.AZ_READS, [wide, roles[1]])
+    found = rbac.problems(_calls(), rbac.AZ_READS, [wide, *roles[1:]])
     assert any("wildcard" in p for p in found)
     assert any("which nothing in Ghost uses" in p for p in found)
     store = roles[1]
     write = rbac.Role(store.name, store.actions, store.data_actions | {
         "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write"})
-    assert rbac.problems(_calls(), rbac.AZ_READS, [main, write]) == [
+    assert rbac.problems(_calls(), rbac.AZ_READS, [main, write, roles[2]]) == [
         "Ghost Capture Storage grants data:microsoft.storage/storageaccounts/blobservices/"
         "containers/blobs/write, which nothing in Ghost uses"]
 
@@ -108,10 +109,41 @@ def test_a_new_sdk_call_without_a_mapping_fails(tmp_path: Path) -> None:
 def test_storage_actions_only_in_the_storage_role() -> None:
     """The investigator role is assigned on whole resource groups: no storage access, no data
     actions there; the storage role is assigned on the capture account only."""
-    main, store = _roles()
+    main, store, flow = _roles()
     assert not [a for a in main.all if "microsoft.storage" in a.lower()]
     assert not main.data_actions
     assert all("Microsoft.Storage/" in a for a in store.all)
+    assert all("Microsoft.Storage/" in a for a in flow.all)
+
+
+#: what reading flow logs takes (issue 33): finding the flow log on the investigator role,
+#: blob read (list and download, --auth-mode login) on the flow-log container, and nothing else
+FLOW_LOG_READS = {("network", "watcher", "flow-log", "list"): "investigator",
+                  ("network", "watcher", "flow-log", "show"): "investigator",
+                  ("storage", "blob", "list"): "flow",
+                  ("storage", "blob", "download"): "flow"}
+
+
+def test_the_flow_log_reader_grants_exactly_blob_read_and_the_investigator_finds_flow_logs(
+        ) -> None:
+    main, _, flow = _roles()
+    assert not flow.actions
+    assert {a.lower() for a in flow.data_actions} == {
+        "microsoft.storage/storageaccounts/blobservices/containers/blobs/read"}
+    for path, role in FLOW_LOG_READS.items():
+        granted = main if role == "investigator" else flow
+        needed = {a.lower() for a in rbac.AZ_READS[path]}
+        have = {a.lower() for a in granted.actions} | {
+            f"data:{a.lower()}" for a in granted.data_actions}
+        assert needed <= have, (path, needed - have)
+
+
+def test_the_flow_log_reader_is_assigned_on_flow_log_containers_only() -> None:
+    module = (ROOT / "deploy/azure/modules/flowlog-reader.bicep").read_text(encoding="utf-8")
+    assert "scope: container" in module and "insights-logs-flowlogflowevent" in module
+    main = (ROOT / "deploy/azure/main.bicep").read_text(encoding="utf-8")
+    assert "loadJsonContent('ghost-flowlog-role.json')" in main
+    assert "modules/flowlog-reader.bicep' = [for fl in flowLogStorage" in main
 
 
 def test_role_files_are_az_role_definitions() -> None:

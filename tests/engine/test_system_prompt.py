@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -228,3 +229,60 @@ def test_the_playbook_teaches_the_new_parts_what_their_answers_mean(
     for row in ("Load balancer frontend", "Private endpoint", "Internet calls fail",
                 "Outage over"):
         assert row in taxonomy, row
+
+
+# ── issue 33: reading VNet flow logs between IP flow verify and a capture ───────────────────
+
+def test_flow_logs_come_after_ip_flow_verify_and_before_a_capture() -> None:
+    book = FRESH[_section_start(FRESH, "AZURE-NATIVE DIAGNOSTICS PLAYBOOK"):
+                 _section_start(FRESH, "TOOL DECISION RULES")]
+    steps = [book.index(s) for s in ("3. Filters", "6. What did the network record?",
+                                     "7. Capture (LEVEL 4)")]
+    assert steps == sorted(steps)
+    recipe = " ".join(book[steps[1]:steps[2]].split())
+    order = [recipe.index(c) for c in ("az network watcher flow-log list",
+                                       "az storage blob list", "az storage blob download",
+                                       "ghost-forensics flowlogs")]
+    assert order == sorted(order)
+    for said in ("--auth-mode login", "--out is required", "window", "rule"):
+        assert said in recipe, said
+
+
+def test_the_decision_table_says_what_each_flow_log_finding_means() -> None:
+    taxonomy = FRESH[_section_start(FRESH, "TOOL DECISION RULES"):
+                     _section_start(FRESH, "FILE READ RESTRICTION")]
+    for finding, meaning in (("flow_denied", "find its write"),
+                             ("flow_one_way", "beyond it"),
+                             ("no_flows_seen", "never reached the logged")):
+        row = " ".join(taxonomy[taxonomy.index(finding):].split())
+        assert meaning in row[:400], finding
+
+
+def test_the_data_directory_is_in_the_session_context() -> None:
+    prompt = build_system_prompt(is_resume=False, audit_dir="/srv/ghost/audit",
+                                 data_dir="/srv/ghost")
+    assert "data directory = /srv/ghost " in prompt
+    assert "data directory = /srv/ghost " in build_system_prompt(
+        is_resume=False, audit_dir="/srv/ghost/audit/")
+
+
+#: the flow-log recipe filled in as the prompt spells it, in a data directory: all SAFE
+FLOW_LOG_RECIPE = (
+    'az network watcher flow-log list -l westeurope --query "[].[name, targetResourceId, '
+    'storageId, enabled]" -o tsv',
+    "az storage blob list --account-name sa -c insights-logs-flowlogflowevent --auth-mode login "
+    "--prefix flowLogResourceID=/S_NETWORKWATCHERRG/NETWORKWATCHER_WESTEUROPE_FL/y=2026/m=11/"
+    'd=22/h=13 --query "[].name" -o tsv',
+    "az storage blob download --account-name sa -c insights-logs-flowlogflowevent --auth-mode "
+    "login -n x/PT1H.json --file {d}/fl-fl-h13-000D3A31643A.json -o none",
+    "ghost-forensics flowlogs {d}/fl-fl-h13-000D3A31643A.json --src 10.1.1.4 --dst 10.1.3.0/24 "
+    "--port 8080 --out {d}/flowlogs-orders",
+)
+
+
+@pytest.mark.parametrize("command", FLOW_LOG_RECIPE)
+def test_the_flow_log_recipe_is_safe_in_the_data_directory(command: str, tmp_path: Path) -> None:
+    from core.safety import classify
+
+    verdict = classify(command.replace("{d}", str(tmp_path)), data_dir=tmp_path)
+    assert verdict.classification == "SAFE", verdict.reason

@@ -169,6 +169,28 @@ def test_report_and_summary_are_the_latest_paths_of_that_capture_shell_quoted(
     assert shlex.split(args["command"]) == ["cat", "/data dir/lab/api_executive_summary.md"]
 
 
+def test_data_dir_is_ghosts_data_directory_resolved_and_shell_quoted(tmp_path: Path) -> None:
+    import shlex
+
+    data = tmp_path / "data dir"
+    data.mkdir()
+    turn = turn_with("blobs go to {{data_dir}}", {
+        "command": "az storage blob download --account-name sa -c c -n b --auth-mode login "
+                   "--file {{data_dir}}/fl-h13.json", "reasoning": "fetch the hour"})
+    b = ReplayBrain(load_scenario(write_scenario(tmp_path, scenario_data(), turn)),
+                    data_dir=tmp_path / "x" / ".." / "data dir")
+    reply = generate(b, [])
+    assert reply.text == f"blobs go to {shlex.quote(str(data))}"
+    argv = shlex.split(reply.function_calls[0].args["command"])
+    assert argv[-1] == f"{data}/fl-h13.json"
+
+
+def test_data_dir_without_a_data_directory_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(BrainError) as err:
+        answer(tmp_path, turn_with("write to {{data_dir}}"), [])
+    assert "{{data_dir}}" in str(err.value) and err.value.transient is False
+
+
 def test_a_replay_without_the_extensions_is_served_as_written(tmp_path: Path) -> None:
     turn = turn_with("{{ audit:0 }} {{audit:x}} {{task}} {{other:1}}")
     assert answer(tmp_path, turn, []).text == "{{ audit:0 }} {{audit:x}} {{task}} {{other:1}}"

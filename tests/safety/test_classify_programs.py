@@ -295,6 +295,45 @@ FILES = [
      "T0.runs_programs"),
     ("python pcap_forensics.py {d}/c.pcap", F, "T0.runs_programs"),
 ]
+#: issue 33: reading flow logs in an investigation. The blobs, the activity log given with
+#: --events and the output folder must all lie inside the data directory; the Azure reads that
+#: find and fetch the blobs are SAFE with --auth-mode login (no account key is fetched).
+FLOWLOGS = [
+    ("ghost-forensics flowlogs {d}/fl --src 10.1.1.4 --dst 10.1.3.0/24 --port 8080 --since 2h "
+     "--out {d}/fl-out", S, "T1.allowed"),
+    ("ghost-forensics flowlogs {d}/a.json {d}/sub/b.json --out {d}/o --json --jobs 2 "
+     "--until 2026-11-22T14:00Z --events {d}/events.json", S, "T1.allowed"),
+    ("ghost-forensics flowlogs --help", S, "T1.allowed"),
+    ("ghost-forensics flowlogs {d}/fl", R, "T1.bad_value"),  # writes into the current directory
+    ("ghost-forensics flowlogs {d}/fl --out {d}/o --out {d}/p", R, "T1.bad_value"),
+    ("ghost-forensics flowlogs --out {d}/o", R, "T1.bad_target"),
+    ("ghost-forensics flowlogs /var/log/flows --out {d}/o", R, "T1.path_outside_data_dir"),
+    ("ghost-forensics flowlogs {d}/fl --out /tmp/o", R, "T1.path_outside_data_dir"),
+    ("ghost-forensics flowlogs {d}/fl --out {d}/o --events /etc/passwd", R,
+     "T1.path_outside_data_dir"),
+    ("ghost-forensics flowlogs {d}/../fl --out {d}/o", R, "T1.path_outside_data_dir"),
+    ("ghost-forensics flowlogs {d}/link.md --out {d}/o", R, "T1.path_outside_data_dir"),
+    ("ghost-forensics flowlogs {d}/.azure/accessTokens.json --out {d}/o", F,
+     "T0.credential_store"),
+    ("ghost-forensics flowlogs {d}/fl --out {d}/o --src 'a;b'", R, "T1.bad_value"),
+    ("ghost-forensics flowlogs {d}/fl --out {d}/o --port 70000", R, "T1.bad_value"),
+    ("ghost-forensics flowlogs {d}/fl --out {d}/o --since -1", R, "T1.bad_value"),
+    ("ghost-forensics flowlogs {d}/fl --out {d}/o --dst 10.0.0.4 --dst 10.0.0.5", R,
+     "T1.bad_value"),
+    ("ghost-forensics flowlogs {d}/fl --out {d}/o --semantic-dir {d}", R, "T1.unknown_option"),
+    ("ghost-forensics flowlogs {d}/fl --out {d}/o -- x", R, "T1.end_of_options"),
+    ("az network watcher flow-log list -l westeurope -o json", S, "T2.az_read"),
+    ("az network watcher flow-log show -l westeurope -n fl-vnet-prod -o json", S, "T2.az_read"),
+    ("az storage blob list --account-name sa -c insights-logs-flowlogflowevent "
+     "--prefix flowLogResourceID=/X/y=2026/m=11/d=22/h=13 --auth-mode login -o tsv", S,
+     "T2.az_read"),
+    ("az storage blob download --account-name sa -c insights-logs-flowlogflowevent "
+     "-n x/PT1H.json --file {d}/fl/h13.json --auth-mode login -o none", S, "T2.az_read"),
+    ("az storage blob download --account-name sa -c insights-logs-flowlogflowevent "
+     "-n x/PT1H.json --file /tmp/h13.json --auth-mode login", R, "T1.path_outside_data_dir"),
+    ("az storage blob download --account-name sa -c insights-logs-flowlogflowevent "
+     "-n x/PT1H.json --file {d}/h13.json", R, "T2.az_secret_read"),  # fetches the account key
+]
 OTHERS = [
     ("rm {d}/old.pcap", R, "T3.destructive_program"),
     ("nc -zv 10.0.0.4 6379", R, "T3.network_tool"),
@@ -329,7 +368,7 @@ def data_dir(tmp_path: Path) -> Path:
     return d
 
 
-ALL = PING + TRACE + DNS + CURL + IPROUTE + TCPDUMP + AZ + FILES + OTHERS
+ALL = PING + TRACE + DNS + CURL + IPROUTE + TCPDUMP + AZ + FILES + FLOWLOGS + OTHERS
 
 
 @pytest.mark.parametrize(("command", "expected", "rule"), ALL, ids=[c[0][:60] for c in ALL])

@@ -1,4 +1,4 @@
-"""cat and ghost-forensics: only files inside the audit/data directory.
+"""cat and ghost-forensics (captures and flow logs): only files inside the data directory.
 
 Paths are checked on their resolved real path (symlinks followed), and `..` is refused outright so
 that a path never depends on what a directory happens to contain. Without a configured data
@@ -7,6 +7,8 @@ directory nothing file-based is SAFE.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 from core.safety.options import OptionSpec, any_value, int_range, parse_options
@@ -62,7 +64,60 @@ FORENSICS = OptionSpec(
 )
 
 
+_ADDRESS_RE = re.compile(r"^[0-9A-Fa-f:.]{2,45}(/[0-9]{1,3})?$")
+#: `--since`/`--until`: an ISO time or an age (`90m`, `1d6h`); only text for the analyser
+_TIME_RE = re.compile(r"^[0-9][0-9A-Za-z:.+-]{0,39}$")
+
+
+def _matching(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda value: pattern.match(value) is not None
+
+
+FLOWLOGS = OptionSpec(
+    program="ghost-forensics flowlogs",
+    flags=frozenset({"--json", "--help"}),
+    valued={"--src": _matching(_ADDRESS_RE), "--dst": _matching(_ADDRESS_RE),
+            "--port": int_range(0, 65535), "--since": _matching(_TIME_RE),
+            "--until": _matching(_TIME_RE), "--events": any_value, "--out": any_value,
+            "--jobs": int_range(1, 256)},
+    aliases={"-h": "--help"},
+)
+
+
+def classify_flowlogs(argv: tuple[str, ...], ctx: Context) -> Verdict:
+    """`ghost-forensics flowlogs PATH... --out DIR`: blobs in, two files out, all in the data
+    directory. Without `--out` the analyser writes into the current directory, which may lie
+    anywhere, so `--out` is required; `--events` is read, so it is confined like a PATH."""
+    parsed = parse_options(FLOWLOGS, list(argv[2:]), argv)
+    if isinstance(parsed, Verdict):
+        return parsed
+    if parsed.has("--help"):
+        if len(argv) == 3:
+            return allowed(argv, "print help")
+        return risky("T1.bad_value", argv, "ghost-forensics flowlogs --help takes no other "
+                     "arguments.")
+    if not parsed.positionals:
+        return risky("T1.bad_target", argv, "ghost-forensics flowlogs needs the downloaded "
+                     "blobs (files or folders) inside the data directory.")
+    for name in ("--src", "--dst", "--port", "--since", "--until", "--events", "--jobs"):
+        if len(parsed.values(name)) > 1:
+            return risky("T1.bad_value", argv, f"ghost-forensics flowlogs takes at most one "
+                         f"{name}.")
+    if len(parsed.values("--out")) != 1:
+        return risky("T1.bad_value", argv, "ghost-forensics flowlogs needs exactly one --out "
+                     "inside the data directory (without it the two files go to the current "
+                     "directory, which may be anywhere).")
+    paths = parsed.positionals + parsed.values("--out") + parsed.values("--events")
+    for path in paths:
+        bad = _check_path("ghost-forensics flowlogs", path, ctx, argv)
+        if bad:
+            return bad
+    return allowed(argv, "analyse flow-log blobs inside the data directory")
+
+
 def classify_forensics(argv: tuple[str, ...], ctx: Context) -> Verdict:
+    if len(argv) > 1 and argv[1] == "flowlogs":
+        return classify_flowlogs(argv, ctx)
     parsed = parse_options(FORENSICS, list(argv[1:]), argv)
     if isinstance(parsed, Verdict):
         return parsed
