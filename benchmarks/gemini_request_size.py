@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import statistics
 import sys
 import tempfile
@@ -44,9 +45,13 @@ def main() -> None:
     parser.add_argument("--output-mb", type=float, default=2.0)
     args = parser.parse_args()
     size = int(args.output_mb * 1_000_000)
-    code = ("import sys; line = 'Account' + 'Key=' + 'Zm9v' * 22 + '== ' + 'x' * 60 + '\\n'; "
-            f"sys.stdout.write(line * ({size} // len(line)))")
-    command = f"{sys.executable} -c {shlex.quote(code)}"
+    # A file in Ghost's data directory that `cat` prints: SAFE, so it runs unattended (an
+    # interpreter one-liner would be refused by the gate).
+    data_dir = Path(tempfile.mkdtemp(prefix="ghost-bench-"))
+    line = "Account" + "Key=" + "Zm9v" * 22 + "== " + "x" * 60 + "\n"
+    big = data_dir / "big-output.txt"
+    big.write_text(line * (size // len(line)))
+    command = f"cat {shlex.quote(str(big))}"
     script = [function_call_turn(call("run_shell_cmd", {"command": command,
                                                         "reasoning": "big output"}))
               for _ in range(args.turns - 1)]
@@ -54,7 +59,7 @@ def main() -> None:
         "confidence": "low", "root_cause_summary": "benchmark"})))
     with tempfile.TemporaryDirectory() as tmp, FakeGemini(script) as fake:
         store = Store.from_url(f"sqlite:///{tmp}/bench.db", auto_migrate=True)
-        data = Path(tmp)
+        data = data_dir
         engine = Engine(
             store=store,
             brain=GeminiBrain("gemini-bench", "test-key", base_url=fake.base_url),
@@ -71,6 +76,7 @@ def main() -> None:
         secrets_sent = sum("Zm9vZm9v" in str(r.function_responses()) for r in fake.requests)
         statuses = {str(fr["response"].get("status")) for r in fake.requests
                     for fr in r.function_responses()}
+    shutil.rmtree(data_dir, ignore_errors=True)
     growth = [b - a for a, b in zip(sizes, sizes[1:], strict=False)]
     print(f"turns: {len(sizes)}, each command printed {args.output_mb:.1f} MB "
           f"(outcome: {outcome.kind})")
