@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from .compare_report import comparison_finding, output_stem
 from .engine import analyze_capture
-from .errors import ForensicsError
+from .errors import ForensicsError, reader_went_away
 from .parallel import PARALLEL_MIN_BYTES, background, plan_jobs
 from .report import executive_summary_md, forensic_report_md
 from .semantic import build_semantic
@@ -201,10 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     except ForensicsError as exc:
         print(f"ghost-forensics: error: {exc}", file=sys.stderr)
         code = EXIT_BAD_INPUT
-    except BrokenPipeError:  # the reader went away (| head): the files are written, say nothing
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = 0
+    except BrokenPipeError:
+        code = reader_went_away()
     except OSError as exc:
         print(f"ghost-forensics: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(),
               file=sys.stderr)

@@ -21,3 +21,15 @@ class CorruptCaptureError(ForensicsError):
 
 class UnsupportedLinkTypeError(ForensicsError):
     """The capture uses a link layer the engine cannot decode."""
+
+
+def reader_went_away() -> int:
+    """The reader of stdout closed it (``| head``): the files are written, so say nothing.
+
+    Points stdout at /dev/null so the interpreter's final flush cannot fail again; exit 0."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0

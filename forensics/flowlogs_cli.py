@@ -22,7 +22,7 @@ import sys
 import tempfile
 from typing import Any, NoReturn
 
-from .errors import ForensicsError
+from .errors import ForensicsError, reader_went_away
 from .flowlogs_events import Event, iso_seconds, load_events, parse_time
 from .flowlogs_model import Filter
 from .flowlogs_read import discover
@@ -194,6 +194,8 @@ def main(argv: list[str]) -> int:
     except ForensicsError as exc:
         print(f"ghost-forensics: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return reader_went_away()
     except OSError as exc:
         print(f"ghost-forensics: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(),
               file=sys.stderr)

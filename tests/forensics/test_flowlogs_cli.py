@@ -181,3 +181,18 @@ def test_help_names_the_subcommand(tmp_path: Path) -> None:
     assert r.returncode == 0 and "ghost-forensics flowlogs PATH" in r.stdout.replace("\n", " ")
     r = _cli("flowlogs", "--help", cwd=tmp_path)
     assert r.returncode == 0 and "--events FILE" in r.stdout and "./flowlogs" in r.stdout
+
+
+def test_a_reader_that_goes_away_is_no_error(tmp_path: Path) -> None:
+    """``ghost-forensics flowlogs … | head -1``: the files are written, nothing on stderr
+    (it printed "error: Broken pipe" and exited 2)."""
+    blobs = _blobs(tmp_path / "blobs")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "forensics", "flowlogs", str(blobs), "--out",
+                             str(tmp_path / "out")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before anything is printed
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0 and err == b""
+    assert sorted(p.suffix for p in (tmp_path / "out").iterdir()) == [".json", ".md"]
