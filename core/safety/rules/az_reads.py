@@ -119,6 +119,7 @@ keyvault certificate: list show
 storage container: exists
 storage blob: list download
 role assignment: list
+role definition: list
 lock: list show
 webapp: list show
 webapp config: show
@@ -166,8 +167,15 @@ def approvable_write(path: tuple[str, ...]) -> bool:
     """Is `az PATH` a change an engineer may approve?"""
     if path in APPROVABLE_WRITES:
         return True
-    return (len(path) >= 3 and path[0] == "network" and path[-1] in NETWORK_WRITE_VERBS
+    verb = path[-1] if path else ""
+    return (len(path) >= 3 and path[0] == "network" and (
+        verb in NETWORK_WRITE_VERBS or verb.split("-", 1)[0] in _RECORD_VERB_HEADS)
             and not NETWORK_WRITE_EXCLUDED & set(path))
+
+
+#: `add-record`, `set-record`, `remove-record`, `update-record`, `add-ip-config` ...: the verbs
+#: of DNS record sets (public and private zones) and NIC configurations are one change each.
+_RECORD_VERB_HEADS: Final = frozenset({"add", "remove", "set", "update", "create", "delete"})
 
 #: Options that only select what to read or how to print it, for every clean read.
 FLAG_OPTIONS: Final = frozenset({"--only-show-errors", "--all", "--show-details",
