@@ -47,6 +47,11 @@ from core.safety.secret_structure import (
     redact_query_and_headers,
     redact_xml,
 )
+from core.safety.secret_syntax import (
+    redact_escaped_json,
+    redact_short_password_options,
+    redact_word_pairs,
+)
 from core.safety.secret_vault import redact_vault_values
 
 
@@ -107,10 +112,11 @@ _XML_RE: Final = re.compile(r"<([A-Za-z_:-]{1,40})>([^<\r\n]{1,4096})</\1>")
 #: innermost JSON objects (no nested braces), for name/value pairs such as app settings
 _JSON_OBJECT_RE: Final = re.compile(r"\{[^{}]{1,4096}\}")
 _JSON_NAME_RE: Final = re.compile(
-    r"\"(?:name|keyName|settingName|Name|KeyName|key|Key)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
+    r"\"(?:name|keyName|settingName|Name|KeyName|key|Key|variable|Variable|var|param|parameter"
+    r"|setting|field)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
     r"\"(?P<n>[^\"\\\r\n]{1,200})\"")
 _JSON_VALUE_RE: Final = re.compile(
-    r"\"(?:value|Value)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
+    r"\"(?:value|Value|val|secureValue|secretValue)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
 _JSON_STRING_PAIR_RE: Final = re.compile(
     r"\"[^\"\\\r\n]{1,200}\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
 #: "adminPassword": {"value": "..."}, "functionKeys": {"default": "..."}
@@ -215,6 +221,8 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
         if (not kv_secret(name, value) or name_class(name) == "pointer" or innocent_value(value)
                 or not_secret_name(name)):
             return whole
+        if group == "bare" and text[match.end():match.end() + 1] in ("'", '"'):
+            return whole  # SQL's N'…' / E'…': the literal after the prefix is the value
         learn(value, "secret_value")
         counts["secret_value"] += 1
         shown = mark("secret_value")
@@ -289,7 +297,8 @@ def _json_pairs_pass(text: str, counts: Counter[str]) -> str:
     """{"name": "DB_PASSWORD", "value": "..."}: app settings, env lists, key lists."""
     def fix(match: re.Match[str]) -> str:
         body = match.group(0)
-        if '"value"' not in body and '"Value"' not in body:
+        if not any(k in body for k in ('"value"', '"Value"', '"val"', '"secureValue"',
+                                        '"secretValue"')):
             return body
         named = _JSON_NAME_RE.search(body)
         name = named.group("n") if named else ""
@@ -397,12 +406,17 @@ def _redact(text: str) -> RedactionResult:
             text = _secret_object_pass(text, counts)
     if "=" in text and any(word in text for word in _ENV_NEEDLES):
         text = _env_pass(text, counts)
-    if '"value"' in lower and "{" in text:
+    if ('"value"' in lower or '"val"' in lower or '"securevalue"' in lower
+            or '"secretvalue"' in lower) and "{" in text:
         text = _json_pairs_pass(text, counts)
     if "</" in text:
         text = _xml_pass(text, counts)
     text = redact_pairs(text, lower, counts)
     text = redact_command_secrets(text, text.lower(), counts)
+    # words rather than key=value: directive configs, SQL, escaped JSON, -p of any program
+    text = redact_escaped_json(text, counts)
+    text = redact_word_pairs(text, text.lower(), counts)
+    text = redact_short_password_options(text, counts)
     # structure first for what the patterns above cannot name (issue 28)
     text = redact_json_document(text, counts)
     text = redact_lines(text, text.lower(), counts)
