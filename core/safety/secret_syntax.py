@@ -204,15 +204,15 @@ def redact_word_pairs(text: str, lower: str, counts: Counter[str]) -> str:
         for word in sorted(secrets, key=lambda w: w.start):
             if word.start < cursor:
                 continue
-            end = word.end
+            stop = word.end
             if not word.quoted:  # `$6$rounds=5000$salt$hash`: the whole unquoted run
-                while end < len(line) and not line[end].isspace() and line[end] not in ";,)":
-                    end += 1
+                while stop < len(line) and not line[stop].isspace() and line[stop] not in ";,)":
+                    stop += 1
             out.append(line[cursor:word.start])
             out.append(mark("secret_value"))
-            learn(line[word.start:end], "secret_value")
+            learn(line[word.start:stop], "secret_value")
             counts["secret_value"] += 1
-            cursor = end
+            cursor = stop
         out.append(line[cursor:])
         pos = end
     out.append(text[pos:])
