@@ -78,12 +78,15 @@ _STORAGE_KEY_RE: Final = re.compile(
     r"(?<![A-Za-z0-9+/=-])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])")
 _DNS_CONTEXT_RE: Final = re.compile(
     r"\b(?:DNSKEY|RRSIG|CDNSKEY|CDS|DS|KEY|SIG|NSEC3PARAM|TLSA|SSHFP|IPSECKEY|DNSSEC)\b"
+    r"|(?i:dnssec|dnskey)"
     r"|publicKey|public_key|PublicKey|ssh-|ecdsa-|BEGIN CERTIFICATE")
 #: A base64 value named as a hash (NuGet `contentHash`, `sha512:`, `integrity`) is no key.
 _HASH_CONTEXT_RE: Final = re.compile(r"(?i)hash|sha-?(?:1|256|384|512)|digest|checksum|integrity"
                                      r"|etag|md5")
 #: `dig +short` DNSSEC records have no type word: DNSKEY rdata is `FLAGS 3 ALG KEY`, RRSIG
 #: rdata `TYPE ALG LABELS TTL EXPIRY INCEPTION KEYTAG SIGNER. SIGNATURE`.
+#: DNSKEY/CDNSKEY rdata right before the key (`257 3 13 KEY`), wherever the record starts.
+_DNSKEY_BEFORE_RE: Final = re.compile(r"(?<![0-9])[0-9]{1,5} 3 [0-9]{1,3}[ \t]+$")
 _DNS_RDATA_RE: Final = re.compile(
     r"[ \t]*(?:[0-9]{1,5} 3 [0-9]{1,3} |[A-Z0-9]{1,10} [0-9]{1,3} [0-9]{1,3} [0-9]{1,10} "
     r"[0-9]{14} [0-9]{14} [0-9]{1,5} \S{1,255} )")
@@ -117,6 +120,9 @@ _JSON_NAME_RE: Final = re.compile(
     r"\"(?P<n>[^\"\\\r\n]{1,200})\"")
 _JSON_VALUE_RE: Final = re.compile(
     r"\"(?:value|Value|val|secureValue|secretValue)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
+_ARM_VALUE_RE: Final = re.compile(
+    r"\"(?:value|Value|defaultValue|DefaultValue|secureValue|SecureValue)\"[ \t\r\n]{0,20}:"
+    r"[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
 _JSON_STRING_PAIR_RE: Final = re.compile(
     r"\"[^\"\\\r\n]{1,200}\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
 #: "adminPassword": {"value": "..."}, "functionKeys": {"default": "..."}
@@ -286,7 +292,8 @@ def _storage_key_pass(text: str, counts: Counter[str]) -> str:
                        line_end if line_end != -1 else match.end() + 400]
         if _DNS_CONTEXT_RE.search(context) or _HASH_CONTEXT_RE.search(
                 text, max(line_start, match.start() - 80), match.start()) or _DNS_RDATA_RE.match(
-                text, line_start, match.start()):
+                text, line_start, match.start()) or _DNSKEY_BEFORE_RE.search(
+                text, max(line_start, match.start() - 24), match.start()):
             return match.group(0)
         counts["storage_key"] += 1
         return mark("storage_key")
@@ -333,8 +340,8 @@ def _secret_object_pass(text: str, counts: Counter[str]) -> str:
                 return vm.group(0)
             return replace_value(vm, counts, "secret_value")
         body = match.group("o")
-        if '"value"' in body:  # an ARM parameter: only its value, not its "type"
-            obj = _JSON_VALUE_RE.sub(value, body)
+        if '"value"' in body or '"defaultValue"' in body or '"secureValue"' in body:
+            obj = _ARM_VALUE_RE.sub(value, body)  # an ARM parameter: its value, not its type
         elif normalise_name(match.group("n")).endswith(("keys", "secrets", "credentials",
                                                         "tokens", "passwords")):
             obj = _JSON_STRING_PAIR_RE.sub(value, body)  # a map of names to keys

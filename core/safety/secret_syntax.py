@@ -32,7 +32,9 @@ _LINE_NEEDLE_RE: Final = re.compile(
 _WORD_RE: Final = re.compile(
     r"(?P<pre>[NnEeXxBbUu]&?)?'(?P<sq>(?:[^'\r\n]|''){0,1024})'"
     r"|\"(?P<dq>(?:[^\"\\\r\n]|\\.){0,1024})\"|(?P<sep>[(),;=])|(?P<bare>[^\s(),;='\"]{1,1024})")
-_NAME_RE: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+_NAME_RE: Final = re.compile(r"^[@$]?[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+#: A password hash in its scheme's braces (`{SSHA}…`, `{CRYPT}$6$…`): LDAP and Dovecot.
+_SCHEME_HASH_RE: Final = re.compile(r"^\{[A-Z0-9.-]{2,16}\}\S{4,}$")
 #: Header names that carry credentials as a directive's value (`proxy_set_header NAME VALUE`).
 _HEADER_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie",
                                   "set-cookie"})
@@ -118,6 +120,8 @@ def _value_after(words: list[_Word], index: int) -> _Word | None:
 
 def _secret_word(name: str, value: _Word, *, directive: bool, prose_key: bool) -> bool:
     text = value.text
+    if _SCHEME_HASH_RE.match(text) and _strong(name):
+        return True
     if not text or "[REDACTED:" in text or innocent_value(text) or looks_empty(text):
         return False
     if _FILE_RE.match(text):
