@@ -68,7 +68,7 @@ def _systemctl(args: list[str]) -> Hit:
         prop = _option_value(args, ("-p", "--property"))
         if prop is None or "environment" in prop.lower():
             return _ENV, ("systemctl show without --property (or with Environment) prints the "
-                          f"unit's Environment= settings, which hold secrets (ask for the "
+                          "unit's Environment= settings, which hold secrets (ask for the "
                           "properties you need with -p, e.g. -p ActiveState,SubState)")
     if any(_POWER_UNIT_RE.search(w) for w in low):
         return "T0.power", "systemctl changing the host's power state, runlevel or boot target"

@@ -119,7 +119,8 @@ _JSON_NAME_RE: Final = re.compile(
     r"|setting|field)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
     r"\"(?P<n>[^\"\\\r\n]{1,200})\"")
 _JSON_VALUE_RE: Final = re.compile(
-    r"\"(?:value|Value|val|secureValue|secretValue)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
+    r"\"(?:value|Value|val|secureValue|secretValue)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
+    r"\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
 _ARM_VALUE_RE: Final = re.compile(
     r"\"(?:value|Value|defaultValue|DefaultValue|secureValue|SecureValue)\"[ \t\r\n]{0,20}:"
     r"[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")

@@ -27,8 +27,11 @@ from core.safety.secret_judge import innocent_value, is_secret, name_class, weak
 from core.safety.secret_names import looks_empty
 from core.safety.secret_pairs import learn, mark
 
+#: Where a secret-named word is followed by a word (searched on the lowercased text): the
+#: lines worth reading word by word. `name=value` and `"name": value` are not (other passes).
 _LINE_NEEDLE_RE: Final = re.compile(
-    r"pass|pwd|pw\b|secret|psk|auth|key|token|identified|credential|cookie")
+    r"(?:pass|pwd|pw|secret|psk|auth|key|token|identified|credential|cookie)"
+    r"[a-z0-9_.-]{0,40}[ \t(]{1,8}(?:=[ \t]{0,8})?[^\s=:,;)]")
 _WORD_RE: Final = re.compile(
     r"(?P<pre>[NnEeXxBbUu]&?)?'(?P<sq>(?:[^'\r\n]|''){0,1024})'"
     r"|\"(?P<dq>(?:[^\"\\\r\n]|\\.){0,1024})\"|(?P<sep>[(),;=])|(?P<bare>[^\s(),;='\"]{1,1024})")
