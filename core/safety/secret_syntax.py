@@ -267,7 +267,7 @@ def redact_escaped_json(text: str, counts: Counter[str]) -> str:
 
 _SHORT_OPTION_RE: Final = re.compile(
     r"(?<=[ \t])(?:-[pP](?:[ \t]{1,5}|(?=[^\s-]))|/p(?:ass(?:word)?)?:)"
-    r"(?P<s>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"|;&]{1,256})")
+    r"(?P<s>'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"|;&-][^\s'\"|;&]{0,255})")
 
 
 def redact_short_password_options(text: str, counts: Counter[str]) -> str:
