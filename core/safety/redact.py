@@ -49,6 +49,7 @@ from core.safety.secret_structure import (
 )
 from core.safety.secret_syntax import (
     redact_escaped_json,
+    redact_password_schemes,
     redact_short_password_options,
     redact_word_pairs,
 )
@@ -425,6 +426,7 @@ def _redact(text: str) -> RedactionResult:
     text = redact_escaped_json(text, counts)
     text = redact_word_pairs(text, text.lower(), counts)
     text = redact_short_password_options(text, counts)
+    text = redact_password_schemes(text, counts)
     # structure first for what the patterns above cannot name (issue 28)
     text = redact_json_document(text, counts)
     text = redact_lines(text, text.lower(), counts)

@@ -78,8 +78,8 @@ def password_shape(value: str) -> bool:
     """An unquoted word that looks like a password rather than prose, a number or a name:
     a letter with a digit or a symbol, or a capital inside the word (`Wif1Pw`, `Q!w2e`)."""
     v = value.strip()
-    if v.endswith(":"):
-        return False  # a label (`policy:`), not a value
+    if v.endswith(":") or ("://" in v and "@" not in v):
+        return False  # a label (`policy:`) or a plain URL, not a value
     if len(v) < 4 or innocent_value(v) or looks_empty(v) or _FILE_RE.match(v) or v[:1] in "[<(":
         return False
     if v.isupper() and v.replace("_", "").isalpha():
@@ -168,6 +168,8 @@ def _line_secrets(line: str) -> list[_Word]:
             if value is not None and (value.quoted or password_shape(value.text)):
                 found.append(value)
             continue
+        if any(c.isdigit() for c in word.text) and password_shape(word.text):
+            continue  # `Lftp9Pw`: a value that happens to end in a secret word, not a name
         call = words[index + 1].text == "("
         if not _NAME_RE.match(word.text) or (index and words[index - 1].text == "="
                                              and not call):
@@ -229,14 +231,16 @@ def redact_word_pairs(text: str, lower: str, counts: Counter[str]) -> str:
 # ---- escaped JSON -------------------------------------------------------------------------
 
 _ESCAPED_PAIR_RE: Final = re.compile(
-    r"(?P<q>\\{1,15}\"|\\{1,7}u0022|&quot;|\\{1,7}x22)(?P<n>[A-Za-z0-9_.$@\-]{1,100})(?P=q)"
-    r"[ \t]{0,5}:[ \t]{0,5}(?P=q)(?P<v>(?:(?!(?P=q))[^\r\n]){1,4096}?)(?P=q)")
-_UNESCAPE_RE: Final = re.compile(r"\\+(?=[\"/\\])|\\+u002[2f]|&quot;")
+    r"(?P<q>\\{1,15}\"|\\{1,7}u0022|&quot;|\\{1,7}x22|%22|%2522)"
+    r"(?P<n>[A-Za-z0-9_.$@\-]{1,100})(?P=q)"
+    r"[ \t]{0,5}(?::|%3[Aa]|%253[Aa])[ \t]{0,5}(?P=q)(?P<v>(?:(?!(?P=q))[^\r\n]){1,4096}?)(?P=q)")
+_UNESCAPE_RE: Final = re.compile(r"\\+(?=[\"/\\])|\\+u002[2f]|&quot;|%(?:25)?2[2Ff]")
 
 
 def redact_escaped_json(text: str, counts: Counter[str]) -> str:
     """`"{\\"password\\":\\"X\\"}"` and its deeper or \\u0022 spellings, judged by key."""
-    if not ('\\"' in text or "u0022" in text or "&quot;" in text or "x22" in text):
+    if not ('\\"' in text or "u0022" in text or "&quot;" in text or "x22" in text
+            or "%22" in text):
         return text
 
     out: list[str] = []
@@ -261,6 +265,32 @@ def redact_escaped_json(text: str, counts: Counter[str]) -> str:
         pos = search_from = match.end("v")
     out.append(text[pos:])
     return "".join(out)
+
+
+# ---- password schemes -------------------------------------------------------------------------
+
+#: Dovecot/OpenLDAP password fields name their scheme in braces: `{PLAIN}pw`, `{SSHA}hash`,
+#: `{SHA512-CRYPT}$6$…` (a password or its hash, wherever the line puts it: passdb files,
+#: slapd.conf, LDIF `userPassword:`).
+_SCHEME_RE: Final = re.compile(
+    r"\{(?:PLAIN|CLEARTEXT|CLEAR|PLAIN-MD5|CRAM-MD5|DIGEST-MD5|S?SHA(?:256|512)?|S?MD5|CRYPT"
+    r"|(?:SHA256|SHA512|MD5|BLF|DES)-CRYPT|BLF|ARGON2IDc?|ARGON2I|PBKDF2(?:-SHA\d{1,3})?"
+    r"|SCRAM-SHA-\d{1,3})\}(?P<s>[^\s:\"',;]{1,1024})", re.IGNORECASE)
+
+
+def redact_password_schemes(text: str, counts: Counter[str]) -> str:
+    """`{PLAIN}pw`, `{SSHA}…`: the value after a password scheme's braces."""
+    if "}" not in text or "{" not in text:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        value = match.group("s")
+        if "[REDACTED:" in value:
+            return match.group(0)
+        learn(value, "secret_value")
+        counts["secret_value"] += 1
+        return match.group(0)[: match.start("s") - match.start()] + mark("secret_value")
+    return _SCHEME_RE.sub(replace, text)
 
 
 # ---- short password options -----------------------------------------------------------------

@@ -117,10 +117,29 @@ AZ_DNS_WRITES: list[Row] = [
     ("az keyvault secret set --vault-name kv -n x --value y", F, "not a network change"),
 ]
 
+#: Written after the first fixes, to see whether they hold on spellings not yet shown.
+SECOND_PASS_COMMANDS: list[Row] = [
+    ("systemctl show --property=Environment nginx", F, "Environment= by its long option"),
+    ("podman container inspect x", F, "the container group's spelling"),
+    ("nerdctl inspect x", F, "runs programs, and inspect prints the environment"),
+    ("iptables --list --numeric", S, "long options"),
+    ("iptables -t mangle -S OUTPUT", S, "mangle table"),
+    ("iptables -L --line-numbers -n -v -x", S, "every print flag"),
+    ("ip6tables -S", S, "IPv6 rules"),
+    ("getent ahostsv4 storage.blob.core.windows.net", S, "IPv4 lookup"),
+    ("resolvectl query --legend=no a.example", S, "a lookup without the legend"),
+    ("az network private-dns record-set ptr add-record -g rg -z 1.10.in-addr.arpa -n 4 "
+     "-d vm.internal", R, "a PTR record"),
+    ("az network private-dns record-set srv add-record -g rg -z z -n _s._tcp -t x -r 1 -p 1 "
+     "-w 1", R, "-p is the priority here, a number"),
+    ("iptables -D INPUT 3", R, "delete one rule"),
+]
+
 ALL_COMMAND_TABLES: dict[str, list[Row]] = {
     "environment dumps": ENVIRONMENT_DUMPS,
     "host network reads": HOST_NETWORK_READS,
     "az dns writes and reads": AZ_DNS_WRITES,
+    "second pass": SECOND_PASS_COMMANDS,
 }
 
 # ---- redaction: secrets -----------------------------------------------------------------
@@ -245,7 +264,33 @@ COMMAND_LINE_SECRETS: list[Secret] = [
     ("ssh-keygen -P", "ssh-keygen -p -P 0ldPass! -N N3wPass! -f id", ["0ldPass!"]),
 ]
 
+SECOND_PASS_SECRETS: list[Secret] = [
+    ("dovecot passdb", "user1:{PLAIN}Dove9pw::::::", ["Dove9pw"]),
+    ("ldif scheme", "userPassword: {SSHA}Wq3kZ0fa9Ab", ["Wq3kZ0fa9Ab"]),
+    ("nut upsd", "  upsd_password = Ups9Pw!", ["Ups9Pw!"]),
+    ("relay auth-pass", "auth-pass   Mq7-relay", ["Mq7-relay"]),
+    ("ini password", "[mysqld]\npassword = IniPw_44", ["IniPw_44"]),
+    ("properties", "db.password: Pr0ps-pw", ["Pr0ps-pw"]),
+    ("sql quoted identifier", "CREATE USER \"svc\" PASSWORD 'QuotedId9';", ["QuotedId9"]),
+    ("env list", '{"env": [{"name": "MONGO_INITDB_ROOT_PASSWORD", "value": "m0ngoR00t"}]}',
+     ["m0ngoR00t"]),
+    ("settingName", '[{"settingName": "SmtpPass", "value": "Smtp9pw"}]', ["Smtp9pw"]),
+    ("app settings with slot flag", '{"appSettings": [{"name": "API_TOKEN", "value": '
+     '"t0k-AbC-999", "slotSetting": false}]}', ["t0k-AbC-999"]),
+    ("escaped apiToken", '{\\"apiToken\\": \\"aT0k-88\\"}', ["aT0k-88"]),
+    ("url-encoded json", "data=%7B%22password%22%3A%22UrlEnc9%22%7D", ["UrlEnc9"]),
+    ("smbclient -U user%pass", "smbclient -U ops%Smb9Pw //h/s", ["Smb9Pw"]),
+    ("mongodb uri", "mongodump --uri mongodb://u:MgDump9@h/db", ["MgDump9"]),
+    ("PGPASSWORD prefix", "PGPASSWORD=PgEnv9 psql -h db", ["PgEnv9"]),
+    ("sqlcmd -P", "sqlcmd -S db -U sa -P 'Sq1Cmd!'", ["Sq1Cmd!"]),
+    ("az --password", "az acr login -n reg --password Acr9Pw", ["Acr9Pw"]),
+    ("echo into passwd --stdin", "echo Pipe9Pw | passwd --stdin ops", ["Pipe9Pw"]),
+    ("keytool -storepass", "keytool -list -keystore k.jks -storepass Jks9Pw", ["Jks9Pw"]),
+    ("rclone pass word", "rclone config create r webdav pass Rcl9Pw", ["Rcl9Pw"]),
+]
+
 ALL_SECRETS: dict[str, list[Secret]] = {
+    "second pass": SECOND_PASS_SECRETS,
     "directive configs": DIRECTIVE_SECRETS, "SQL": SQL_SECRETS, "name/value JSON": JSON_SECRETS,
     "escaped JSON": ESCAPED_JSON_SECRETS, "command lines": COMMAND_LINE_SECRETS,
 }
@@ -304,4 +349,21 @@ INNOCENTS: list[Innocent] = [
     ("pam", "auth required pam_unix.so\nsession optional pam_keyinit.so revoke"),
     ("key names", "secretName=db-password keyName=key1 tokenType=Bearer"),
     ("header prose", "Set-Cookie header missing\nauthorization failed\nCookie policy: strict"),
+    # second pass
+    ("postfix yes", "smtp_sasl_auth_enable = yes"),
+    ("random password", "ALTER USER 'x'@'%' IDENTIFIED BY RANDOM PASSWORD;"),
+    ("dovecot mechanisms", "auth_mechanisms = plain login"),
+    ("dovecot key file", "ssl_key = </etc/dovecot/private/dovecot.key"),
+    ("hash algorithm", "password_hash_algo = bcrypt"),
+    ("sshd more", "ClientAliveInterval 120\nUsePAM yes\nChallengeResponseAuthentication no\n"
+     "PubkeyAcceptedKeyTypes +ssh-rsa"),
+    ("lifetime", "tokenLifetime: 3600"),
+    ("header name", "api_key_header: X-Api-Key"),
+    ("policy prose", "The password must contain 12 characters"),
+    ("token file", "--token-file /var/run/tok"),
+    ("cookie flag", "session.cookie_secure = 1"),
+    ("key id", "key_id = 0xDEADBEEF"),
+    ("nm flags", "NetworkManager: connection 'Home' uses psk-flags 1"),
+    ("auth state", "auth=ok"),
+    ("scheme url", "lftp sftp://files.example.com"),
 ]

@@ -333,9 +333,12 @@ _LIST_ACTION_RE: Final = re.compile(r"(?i)/(?:list[a-z0-9]+|regenerate[a-z0-9]*|
 
 
 def _secret_argument(args: list[str]) -> str | None:
-    for word in args:
+    for index, word in enumerate(args):
         if word.startswith("-"):
             name = word.partition("=")[0].lower()
+            value = word.partition("=")[2] or (args[index + 1] if index + 1 < len(args) else "")
+            if name == "-p" and value.isdigit():
+                continue  # `record-set srv add-record -p 1`: a priority or port, not a password
             if (_SECRET_OPTION_RE.match(name) and name not in _NOT_SECRET_OPTIONS
                     and not name.startswith(("--show-", "--include-", "--with-", "--reveal",
                                              "--expose", "--list-", "--no-"))):
