@@ -162,11 +162,15 @@ _ALGORITHM_PART_RE: Final = re.compile(
     r"|x25519|p256|p384|p521|hs256|hs384|hs512|rs256|rs384|rs512|es256|es384|ps256|[0-9]{1,4})$")
 
 
+_ALGORITHM_SHAPE_RE: Final = re.compile(r"[a-z0-9]{1,12}(?:[-_][a-z0-9]{1,12}){0,4}")
+_PART_SPLIT_RE: Final = re.compile(r"[-_]")
+
+
 def _algorithm(value: str) -> bool:
     """`scram-sha-256`, `aes-256-gcm`, `hmac_sha512`: every part an algorithm word or a size."""
-    if value != value.lower() or len(value) > 40:
+    if len(value) > 40 or not _ALGORITHM_SHAPE_RE.fullmatch(value):
         return False
-    parts = re.split(r"[-_]", value)
+    parts = _PART_SPLIT_RE.split(value)
     return any(not p.isdigit() for p in parts) and all(_ALGORITHM_PART_RE.match(p)
                                                        for p in parts)
 
@@ -185,9 +189,8 @@ def innocent_value(value: str) -> bool:
         return True
     if _algorithm(v):
         return True
-    words = v.split()
-    if words and all(w in _NSS_SOURCES or (w.startswith("[") and w.endswith("]"))
-                     for w in words):
+    if v in _NSS_SOURCES or (" " in v and all(
+            w in _NSS_SOURCES or (w.startswith("[") and w.endswith("]")) for w in v.split())):
         return True
     if "[REDACTED:" in v or _VAULT_URL_RE.match(v) or _DATE_RE.match(v) or v == "~":
         return True
