@@ -133,6 +133,9 @@ SECOND_PASS_COMMANDS: list[Row] = [
     ("az network private-dns record-set srv add-record -g rg -z z -n _s._tcp -t x -r 1 -p 1 "
      "-w 1", R, "-p is the priority here, a number"),
     ("iptables -D INPUT 3", R, "delete one rule"),
+    ("az network nic ip-config list -g rg --nic-name nic1", S, "--nic-name selects"),
+    ("az network ddos-protection list -g rg", S, "a plan's settings, no secrets"),
+    ("az network application-gateway waf-policy list -g rg", S, "WAF rules, no secrets"),
 ]
 
 ALL_COMMAND_TABLES: dict[str, list[Row]] = {

@@ -33,6 +33,8 @@ network lb address-pool: list show
 network lb inbound-nat-rule: list show
 network lb outbound-rule: list show
 network application-gateway: list show show-backend-health
+network application-gateway waf-policy: list show
+network ddos-protection: list show
 network private-endpoint: list show
 network private-endpoint dns-zone-group: list show
 network private-endpoint-connection: list show
@@ -196,7 +198,7 @@ VALUE_OPTIONS: Final = frozenset({
     "--interval", "--aggregation", "--dimension", "--top", "--orderby", "--filter",
     "--dns-resolver-name", "--ruleset-name", "--rcg-name", "--collection-group-name",
     "--ip-config-name", "--gateway", "--peer", "--preferred-ip-version", "--protocol-type",
-    "--vm-name", "--dns-resolver", "--forwarding-ruleset-name", "--workspace",
+    "--vm-name", "--nic-name", "--dns-resolver", "--forwarding-ruleset-name", "--workspace",
     "--vault-name", "--account-name", "--auth-mode", "--id", "--slot", "--firewall-name",
     "--collection-name", "--endpoint-name", "--container-name", "--prefix", "--num-results",
     "--marker", "--include", "--delimiter", "--file", "--assignee", "--scope", "--role",
