@@ -28,7 +28,13 @@ from core.safety.secret_base64 import redact_base64
 from core.safety.secret_commands import redact_command_secrets
 from core.safety.secret_decoders import redact_decoders
 from core.safety.secret_formats import FORMAT_PATTERNS
-from core.safety.secret_judge import innocent_value, is_secret, name_class, not_secret_name
+from core.safety.secret_judge import (
+    enum_like,
+    innocent_value,
+    is_secret,
+    name_class,
+    not_secret_name,
+)
 from core.safety.secret_names import (
     credential_like,
     env_secret,
@@ -227,8 +233,8 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
         else:  # pragma: no cover - the pattern always sets one group
             return whole
         if (not kv_secret(name, value) or name_class(name) == "pointer" or innocent_value(value)
-                or not_secret_name(name)):
-            return whole
+                or not_secret_name(name) or (name_class(name) == "weak" and enum_like(value))):
+            return whole  # `authKey: ManagedIdentity`: a weak name with an enum is a setting
         if group == "bare" and text[match.end():match.end() + 1] in ("'", '"'):
             return whole  # SQL's N'…' / E'…': the literal after the prefix is the value
         learn(value, "secret_value")

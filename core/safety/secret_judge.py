@@ -206,6 +206,11 @@ def innocent_value(value: str) -> bool:
     return bool(re.fullmatch(r"[0-9]{1,10}", v))
 
 
+def enum_like(value: str) -> bool:
+    """`ManagedIdentity`, `RS256`, `files`, `Standard_LRS`: a setting's word, not a credential."""
+    return bool(_ENUM_RE.match(value.strip().strip("\"'")))
+
+
 def weak_secret_shape(value: str) -> bool:
     """For a weak key: does the value look like a credential rather than a word or an id?"""
     v = value.strip().strip("\"'")

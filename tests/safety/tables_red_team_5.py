@@ -369,4 +369,11 @@ INNOCENTS: list[Innocent] = [
     ("nm flags", "NetworkManager: connection 'Home' uses psk-flags 1"),
     ("auth state", "auth=ok"),
     ("scheme url", "lftp sftp://files.example.com"),
+    ("weak name, enum value", "authKey: ManagedIdentity\nsigningKeyAlgorithm: ES256"),
+    ("references and masks", "password: ${{ secrets.DB_PASSWORD }}\n"
+     "\"primaryKey\": \"[key hidden]\"\n"
+     "STORAGE_KEY=@Microsoft.KeyVault(VaultName=kv;SecretName=x)\ntoken: <redacted>"),
+    ("named hashes", "tokenHash: sha256:"
+     '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n'
+     '"md5Hash": "1B2M2Y8AsgTpgAmY7PhCfg=="'),
 ]
