@@ -67,6 +67,11 @@ def _never_offered(program: str, args: list[str]) -> Verdict | None:
     kind = programs.never_offered(program)
     if kind is None or (kind == "disks" and disk_read_form(program, args)):
         return None
+    if kind == "environment" or (program == "env" and all(
+            w.startswith("-") or _ASSIGN_RE.match(w) for w in args)):
+        return _no("T0.credential_store", f"'{program}' prints the environment, and an "
+                   "environment holds the secrets services start with (to see one setting, "
+                   "read the service's configuration with a command that prints no values)")
     if kind == "runs":
         if programs.is_interpreter(program):
             what = f"'{program}' is an interpreter: it runs a program the gate cannot read"

@@ -37,9 +37,39 @@ def _sub(args: list[str]) -> tuple[str, list[str]]:
     return "", []
 
 
+_ENV: Final = "T0.credential_store"
+_ENV_WHY: Final = ("prints the environment it was started with, and an environment holds "
+                   "secrets (read the one setting you need with a command that prints no values)")
+#: Go templates that print a container's whole record or its environment.
+_WHOLE_TEMPLATE_RE: Final = re.compile(r"\{\{-?\s*(?:json\s+)?\.(?:Config)?\s*-?\}\}|env",
+                                       re.IGNORECASE)
+
+
+def _option_value(args: list[str], names: tuple[str, ...]) -> str | None:
+    """The value of the first option among `names` (`-f X`, `--format=X`, `-fX`)."""
+    for index, word in enumerate(args):
+        name, eq, value = word.partition("=")
+        if name in names:
+            if eq:
+                return value
+            return args[index + 1] if index + 1 < len(args) else ""
+        for short in (n for n in names if len(n) == 2):
+            if word.startswith(short) and len(word) > 2 and not word.startswith("--"):
+                return word[2:]
+    return None
+
+
 def _systemctl(args: list[str]) -> Hit:
     verb, rest = _sub(args)
     low = [w.lower() for w in args if not w.startswith("-")]
+    if verb == "show-environment":
+        return _ENV, f"systemctl show-environment {_ENV_WHY}"
+    if verb == "show":
+        prop = _option_value(args, ("-p", "--property"))
+        if prop is None or "environment" in prop.lower():
+            return _ENV, ("systemctl show without --property (or with Environment) prints the "
+                          "unit's Environment= settings, which hold secrets (ask for the "
+                          "properties you need with -p, e.g. -p ActiveState,SubState)")
     if any(_POWER_UNIT_RE.search(w) for w in low):
         return "T0.power", "systemctl changing the host's power state, runlevel or boot target"
     if verb in _SYSTEMCTL_RUN:
@@ -266,6 +296,12 @@ def _docker(program: str, args: list[str]) -> Hit:
     if any(w.startswith(("--privileged", "--pid=host", "--network=host", "-v", "--volume",
                          "--mount", "--entrypoint")) for w in args):
         return _RUN, f"{program} with host access runs a program as root on the host"
+    if verb == "inspect" or (second == "inspect" and verb in ("container", "image")):
+        template = _option_value(args, ("-f", "--format"))
+        if template is None or _WHOLE_TEMPLATE_RE.search(template):
+            return _ENV, (f"{program} inspect prints the container's environment (Config.Env) "
+                          "with its secrets (give --format '{{.State.Status}}' or another field "
+                          "that is not the environment)")
     if verb not in _DOCKER_READ and verb not in _DOCKER_CHANGE:
         return "T0.not_understood", f"{program} {verb[:30]}: the gate does not know what it does"
     return None
@@ -298,6 +334,10 @@ def _kubectl(args: list[str]) -> Hit:
                                        for w in args):
         return _FILE, f"kubectl {verb} -f applies a manifest the gate cannot read"
     kinds = " ".join(words[1:3]).lower()
+    if verb == "set" and words[1:2] == ["env"] and any(
+            w in ("--list", "--resolve") or w.startswith(("--list=", "--resolve="))
+            for w in args):
+        return _ENV, f"kubectl set env --list {_ENV_WHY}"
     if verb in ("create", "patch", "apply", "replace", "set", "label", "annotate") and any(
             k in kinds for k in ("rolebinding", "clusterrole", "role", "cluster-admin")):
         return "T0.privilege_escalation", "kubectl changing roles or role bindings"
@@ -458,7 +498,15 @@ def _mount(program: str, args: list[str]) -> Hit:
     return None
 
 
+def _ps(args: list[str]) -> Hit:
+    if any(w == "-E" or (w.startswith("-") and not w.startswith("--") and "E" in w[1:]
+                         and w[1:].isalpha()) for w in args):
+        return _ENV, f"ps -E {_ENV_WHY}"
+    return None
+
+
 _FAMILIES: Final[dict[str, Callable[[str, list[str]], Hit]]] = {
+    "ps": lambda p, a: _ps(a),
     "systemctl": lambda p, a: _systemctl(a),
     "kill": _kill, "pkill": _kill, "killall": _kill,
     "nft": lambda p, a: _nft(a),

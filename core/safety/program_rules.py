@@ -21,6 +21,7 @@ from core.safety.rules.hostinfo import (
     classify_openssl,
     classify_tc,
 )
+from core.safety.rules.hostnet import classify_getent, classify_iptables, classify_resolvectl
 from core.safety.rules.iproute import classify_ip, classify_netstat, classify_ss
 from core.safety.rules.probes import (
     classify_dig,
@@ -60,6 +61,14 @@ PROGRAM_RULES: dict[str, RuleFn] = {
     "nft": classify_nft,
     "date": classify_date,
     "openssl": classify_openssl,
+    "iptables": classify_iptables,
+    "ip6tables": classify_iptables,
+    "iptables-nft": classify_iptables,
+    "ip6tables-nft": classify_iptables,
+    "iptables-legacy": classify_iptables,
+    "ip6tables-legacy": classify_iptables,
+    "resolvectl": classify_resolvectl,
+    "getent": classify_getent,
 }
 
 __all__ = ["PROGRAM_RULES", "Context", "RuleFn"]

@@ -108,6 +108,10 @@ DISKS: Final = frozenset({
     "xfs_repair", "btrfs", "tune2fs", "resize2fs", "xfs_growfs", "losetup", "debugfs",
     "shred", "scrub", "wipe", "secure-delete", "srm", "sfill", "swapoff", "swapon",
 })
+#: Programs and shell builtins whose job is to print (or set) the environment: an environment
+#: holds the secrets services are started with (AZURE_CLIENT_SECRET, IDENTITY_HEADER ...).
+ENVIRONMENT: Final = frozenset({"printenv", "set", "export", "declare", "typeset", "compgen",
+                                "readonly", "local", "setenv"})
 #: Loading code into the kernel.
 KERNEL: Final = frozenset({"insmod", "rmmod", "modprobe", "depmod", "kmod", "bpftool",
                            "bpftrace", "stap", "kpatch", "sysctl-load"})
@@ -118,7 +122,7 @@ READERS: Final = frozenset({
     "pidof", "top", "vmstat", "iostat", "mpstat", "sar", "pidstat", "nproc", "lscpu", "lspci",
     "lsusb", "lsmod", "lsblk", "blkid", "findmnt", "journalctl", "dmesg", "getent",
     "resolvectl", "systemd-resolve", "timedatectl", "hostnamectl", "localectl", "networkctl",
-    "printenv", "cat", "head", "tail", "grep", "egrep", "fgrep", "zgrep", "zcat", "bzcat",
+    "cat", "head", "tail", "grep", "egrep", "fgrep", "zgrep", "zcat", "bzcat",
     "xzcat", "zless", "rg", "ag", "find", "locate", "which", "whereis", "type", "readlink",
     "realpath", "basename", "dirname", "md5sum", "sha1sum", "sha224sum", "sha256sum",
     "sha384sum", "sha512sum", "b2sum", "cksum", "sum", "diff", "cmp", "comm", "tree", "wc",
@@ -206,6 +210,8 @@ def never_offered(name: str) -> str | None:
     low = name.lower()
     if runs_programs(low):
         return "runs"
+    if low in ENVIRONMENT:
+        return "environment"
     for kind, table in (("accounts", ACCOUNTS), ("boot", BOOT), ("power", POWER | _OOB_POWER),
                         ("disks", DISKS), ("kernel", KERNEL), ("tunnels", TUNNELS),
                         ("memory", MEMORY_DUMPERS)):
@@ -218,7 +224,7 @@ def never_offered(name: str) -> str | None:
 #: could run them (`frob rm -rf /tmp/x`). Read-only probes (`mysqladmin ping`) are not here.
 def dangerous_name(name: str) -> bool:
     low = name.lower()
-    return (runs_programs(low) or never_offered(low) is not None
+    return (runs_programs(low) or never_offered(low) not in (None, "environment")
             or (low in CHANGERS and low not in READERS) or low in NETWORK_TOOLS
             or low in ("kill", "pkill", "killall", "chmod", "chown", "rm", "dd", "cp", "mv",
                        "tee", "systemctl", "iptables", "nft", "ip", "curl", "wget"))

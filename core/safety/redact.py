@@ -28,7 +28,13 @@ from core.safety.secret_base64 import redact_base64
 from core.safety.secret_commands import redact_command_secrets
 from core.safety.secret_decoders import redact_decoders
 from core.safety.secret_formats import FORMAT_PATTERNS
-from core.safety.secret_judge import innocent_value, is_secret, name_class, not_secret_name
+from core.safety.secret_judge import (
+    enum_like,
+    innocent_value,
+    is_secret,
+    name_class,
+    not_secret_name,
+)
 from core.safety.secret_names import (
     credential_like,
     env_secret,
@@ -46,6 +52,12 @@ from core.safety.secret_structure import (
     redact_lines,
     redact_query_and_headers,
     redact_xml,
+)
+from core.safety.secret_syntax import (
+    redact_escaped_json,
+    redact_password_schemes,
+    redact_short_password_options,
+    redact_word_pairs,
 )
 from core.safety.secret_vault import redact_vault_values
 
@@ -73,12 +85,15 @@ _STORAGE_KEY_RE: Final = re.compile(
     r"(?<![A-Za-z0-9+/=-])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])")
 _DNS_CONTEXT_RE: Final = re.compile(
     r"\b(?:DNSKEY|RRSIG|CDNSKEY|CDS|DS|KEY|SIG|NSEC3PARAM|TLSA|SSHFP|IPSECKEY|DNSSEC)\b"
+    r"|(?i:dnssec|dnskey)"
     r"|publicKey|public_key|PublicKey|ssh-|ecdsa-|BEGIN CERTIFICATE")
 #: A base64 value named as a hash (NuGet `contentHash`, `sha512:`, `integrity`) is no key.
 _HASH_CONTEXT_RE: Final = re.compile(r"(?i)hash|sha-?(?:1|256|384|512)|digest|checksum|integrity"
                                      r"|etag|md5")
 #: `dig +short` DNSSEC records have no type word: DNSKEY rdata is `FLAGS 3 ALG KEY`, RRSIG
 #: rdata `TYPE ALG LABELS TTL EXPIRY INCEPTION KEYTAG SIGNER. SIGNATURE`.
+#: DNSKEY/CDNSKEY rdata right before the key (`257 3 13 KEY`), wherever the record starts.
+_DNSKEY_BEFORE_RE: Final = re.compile(r"(?<![0-9])[0-9]{1,5} 3 [0-9]{1,3}[ \t]+$")
 _DNS_RDATA_RE: Final = re.compile(
     r"[ \t]*(?:[0-9]{1,5} 3 [0-9]{1,3} |[A-Z0-9]{1,10} [0-9]{1,3} [0-9]{1,3} [0-9]{1,10} "
     r"[0-9]{14} [0-9]{14} [0-9]{1,5} \S{1,255} )")
@@ -107,10 +122,15 @@ _XML_RE: Final = re.compile(r"<([A-Za-z_:-]{1,40})>([^<\r\n]{1,4096})</\1>")
 #: innermost JSON objects (no nested braces), for name/value pairs such as app settings
 _JSON_OBJECT_RE: Final = re.compile(r"\{[^{}]{1,4096}\}")
 _JSON_NAME_RE: Final = re.compile(
-    r"\"(?:name|keyName|settingName|Name|KeyName|key|Key)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
+    r"\"(?:name|keyName|settingName|Name|KeyName|key|Key|variable|Variable|var|param|parameter"
+    r"|setting|field)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
     r"\"(?P<n>[^\"\\\r\n]{1,200})\"")
 _JSON_VALUE_RE: Final = re.compile(
-    r"\"(?:value|Value)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
+    r"\"(?:value|Value|val|secureValue|secretValue)\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}"
+    r"\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
+_ARM_VALUE_RE: Final = re.compile(
+    r"\"(?:value|Value|defaultValue|DefaultValue|secureValue|SecureValue)\"[ \t\r\n]{0,20}:"
+    r"[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
 _JSON_STRING_PAIR_RE: Final = re.compile(
     r"\"[^\"\\\r\n]{1,200}\"[ \t\r\n]{0,20}:[ \t\r\n]{0,20}\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
 #: "adminPassword": {"value": "..."}, "functionKeys": {"default": "..."}
@@ -213,8 +233,10 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
         else:  # pragma: no cover - the pattern always sets one group
             return whole
         if (not kv_secret(name, value) or name_class(name) == "pointer" or innocent_value(value)
-                or not_secret_name(name)):
-            return whole
+                or not_secret_name(name) or (name_class(name) == "weak" and enum_like(value))):
+            return whole  # `authKey: ManagedIdentity`: a weak name with an enum is a setting
+        if group == "bare" and text[match.end():match.end() + 1] in ("'", '"'):
+            return whole  # SQL's N'…' / E'…': the literal after the prefix is the value
         learn(value, "secret_value")
         counts["secret_value"] += 1
         shown = mark("secret_value")
@@ -278,7 +300,8 @@ def _storage_key_pass(text: str, counts: Counter[str]) -> str:
                        line_end if line_end != -1 else match.end() + 400]
         if _DNS_CONTEXT_RE.search(context) or _HASH_CONTEXT_RE.search(
                 text, max(line_start, match.start() - 80), match.start()) or _DNS_RDATA_RE.match(
-                text, line_start, match.start()):
+                text, line_start, match.start()) or _DNSKEY_BEFORE_RE.search(
+                text, max(line_start, match.start() - 24), match.start()):
             return match.group(0)
         counts["storage_key"] += 1
         return mark("storage_key")
@@ -289,7 +312,8 @@ def _json_pairs_pass(text: str, counts: Counter[str]) -> str:
     """{"name": "DB_PASSWORD", "value": "..."}: app settings, env lists, key lists."""
     def fix(match: re.Match[str]) -> str:
         body = match.group(0)
-        if '"value"' not in body and '"Value"' not in body:
+        if not any(k in body for k in ('"value"', '"Value"', '"val"', '"secureValue"',
+                                        '"secretValue"')):
             return body
         named = _JSON_NAME_RE.search(body)
         name = named.group("n") if named else ""
@@ -324,8 +348,8 @@ def _secret_object_pass(text: str, counts: Counter[str]) -> str:
                 return vm.group(0)
             return replace_value(vm, counts, "secret_value")
         body = match.group("o")
-        if '"value"' in body:  # an ARM parameter: only its value, not its "type"
-            obj = _JSON_VALUE_RE.sub(value, body)
+        if '"value"' in body or '"defaultValue"' in body or '"secureValue"' in body:
+            obj = _ARM_VALUE_RE.sub(value, body)  # an ARM parameter: its value, not its type
         elif normalise_name(match.group("n")).endswith(("keys", "secrets", "credentials",
                                                         "tokens", "passwords")):
             obj = _JSON_STRING_PAIR_RE.sub(value, body)  # a map of names to keys
@@ -397,12 +421,18 @@ def _redact(text: str) -> RedactionResult:
             text = _secret_object_pass(text, counts)
     if "=" in text and any(word in text for word in _ENV_NEEDLES):
         text = _env_pass(text, counts)
-    if '"value"' in lower and "{" in text:
+    if ('"value"' in lower or '"val"' in lower or '"securevalue"' in lower
+            or '"secretvalue"' in lower) and "{" in text:
         text = _json_pairs_pass(text, counts)
     if "</" in text:
         text = _xml_pass(text, counts)
     text = redact_pairs(text, lower, counts)
     text = redact_command_secrets(text, text.lower(), counts)
+    # words rather than key=value: directive configs, SQL, escaped JSON, -p of any program
+    text = redact_escaped_json(text, counts)
+    text = redact_word_pairs(text, text.lower(), counts)
+    text = redact_short_password_options(text, counts)
+    text = redact_password_schemes(text, counts)
     # structure first for what the patterns above cannot name (issue 28)
     text = redact_json_document(text, counts)
     text = redact_lines(text, text.lower(), counts)

@@ -22,7 +22,7 @@ from core.safety.secret_pairs import learn, mark
 
 _WORD: Final = r"(?:'[^'\r\n]{1,256}'|\"[^\"\r\n]{1,256}\"|[^\s'\"|;&)]{1,256})"
 _STDIN_RE: Final = re.compile(
-    r"(?<![\w-])(?:echo|printf)(?:[ \t]+-[neE]{1,3})?(?:[ \t]+(?:\"%s\\?n?\"|'%s\\?n?'))?"
+    r"(?<![\w-])(?:echo|printf)(?:[ \t]+-[neE]{1,3})?(?:[ \t]+(?:\"%s\\?n?\"|'%s\\?n?'|%s))?"
     r"[ \t]+(?P<s>" + _WORD + r")[ \t]*\|[ \t]*[^\r\n|]{0,200}?"
     r"(?:--password-stdin|--pass-stdin|--passwd-stdin|--password-from-stdin|sudo[ \t]+(?:-\w+"
     r"[ \t]+)*-\w*S|passwd\b|--stdin[ \t]+\S+|-S\b)")

@@ -133,15 +133,64 @@ def name_class(name: str) -> str | None:
             return "strong"
     if any(part in joined for part in _STRONG_PARTS) or any(w in _STRONG_WORDS for w in words):
         return "strong"
+    if any(_glued(w) for w in words):
+        return "weak" if words[-1].endswith("auth") else "strong"
     if any(w in _WEAK_WORDS for w in words):
         return "weak"
     return None
+
+
+#: Words ending in a secret word glued on (`requirepass`, `masterauth`, `bindpw`, `rootpw`,
+#: `rpcauth`), as Redis, OpenLDAP and daemons spell their settings; not `bypass` or `oauth`.
+_GLUED_ENDINGS: Final = ("pass", "passwd", "pwd", "pw", "auth")
+_NOT_GLUED: Final = frozenset({"bypass", "compass", "nopass", "overpass", "trespass", "surpass",
+                               "encompass", "oauth", "noauth", "preauth", "reauth", "unauth",
+                               "multipass", "firstpass", "underpass", "impass"})
+
+
+def _glued(word: str) -> bool:
+    return (len(word) > 5 and word.endswith(_GLUED_ENDINGS) and word not in _NOT_GLUED
+            and not word.endswith(("ypass", "mpass")))
+
+
+#: Algorithm and scheme names (`scram-sha-256`, `aes-256-gcm`, `hmac_sha512`): settings that
+#: say how a secret is made, under names such as `password_encryption`.
+_ALGORITHM_PART_RE: Final = re.compile(
+    r"^(?:sha|sha-?[0-9]{1,3}|sha[0-9]{1,3}|md[45]|aes|rsa|hmac|scram|pbkdf2|bcrypt|scrypt|argon2"
+    r"|argon2id|argon2i|des|3des|gcm|cbc|ctr|ecb|ecdsa|ed25519|ed448|ecdh|chacha20|poly1305"
+    r"|blake2b|blake2s|crypt|plain|ntlm|ntlmv2|kerberos|gssapi|oauth|oauth2|ldap|pkcs[0-9]{1,2}"
+    r"|x25519|p256|p384|p521|hs256|hs384|hs512|rs256|rs384|rs512|es256|es384|ps256|[0-9]{1,4})$")
+
+
+_ALGORITHM_SHAPE_RE: Final = re.compile(r"[a-z0-9]{1,12}(?:[-_][a-z0-9]{1,12}){0,4}")
+_PART_SPLIT_RE: Final = re.compile(r"[-_]")
+
+
+def _algorithm(value: str) -> bool:
+    """`scram-sha-256`, `aes-256-gcm`, `hmac_sha512`: every part an algorithm word or a size."""
+    if len(value) > 40 or not _ALGORITHM_SHAPE_RE.fullmatch(value):
+        return False
+    parts = _PART_SPLIT_RE.split(value)
+    return any(not p.isdigit() for p in parts) and all(_ALGORITHM_PART_RE.match(p)
+                                                       for p in parts)
+
+
+#: nsswitch.conf sources (`passwd: files systemd`): where a database is looked up.
+_NSS_SOURCES: Final = frozenset({"files", "systemd", "dns", "compat", "nis", "nisplus", "ldap",
+                                 "sss", "winbind", "db", "myhostname", "mymachines", "resolve",
+                                 "hesiod", "mdns4_minimal", "mdns4", "mdns", "usrfiles",
+                                 "altfiles", "cache", "wins", "extrausers"})
 
 
 def innocent_value(value: str) -> bool:
     """A value that is plainly no secret, whatever its key says."""
     v = value.strip().strip("\"'")
     if not v or looks_empty(v) or _MASK_RE.match(v) or _REFERENCE_RE.match(v):
+        return True
+    if _algorithm(v):
+        return True
+    if v in _NSS_SOURCES or (" " in v and all(
+            w in _NSS_SOURCES or (w.startswith("[") and w.endswith("]")) for w in v.split())):
         return True
     if "[REDACTED:" in v or _VAULT_URL_RE.match(v) or _DATE_RE.match(v) or v == "~":
         return True
@@ -155,6 +204,11 @@ def innocent_value(value: str) -> bool:
     if v.startswith(("http://", "https://")) and not any(c in v for c in "@?#"):
         return True  # a plain URL names a place, not a credential
     return bool(re.fullmatch(r"[0-9]{1,10}", v))
+
+
+def enum_like(value: str) -> bool:
+    """`ManagedIdentity`, `RS256`, `files`, `Standard_LRS`: a setting's word, not a credential."""
+    return bool(_ENUM_RE.match(value.strip().strip("\"'")))
 
 
 def weak_secret_shape(value: str) -> bool:

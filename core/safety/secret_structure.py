@@ -31,8 +31,10 @@ from core.safety.secret_judge import innocent_value, is_secret, name_class, weak
 from core.safety.secret_pairs import learn, mark
 
 _PARSE_LIMIT: Final = 4 * 1024 * 1024
-_NAME_KEYS: Final = ("name", "Name", "key", "Key", "keyName", "KeyName", "settingName")
-_VALUE_KEYS: Final = ("value", "Value", "secureValue", "SecureValue")
+_NAME_KEYS: Final = ("name", "Name", "key", "Key", "keyName", "KeyName", "settingName",
+                     "variable", "Variable", "var", "param", "parameter", "setting", "field",
+                     "parameterName", "variableName")
+_VALUE_KEYS: Final = ("value", "Value", "secureValue", "SecureValue", "val", "secretValue")
 _JSON_STRING_RE: Final = re.compile(r'"((?:[^"\\\r\n]|\\.){1,65536})"')
 
 

@@ -6,13 +6,14 @@ can always be explained from this table alone (docs/safety.md prints it).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
 Classification = Literal["SAFE", "RISKY", "FORBIDDEN"]
 
 #: Bump whenever a rule changes meaning; approvals are bound to (command hash, this version).
-CLASSIFIER_VERSION: Final = "ghost-safety-2026.2"
+CLASSIFIER_VERSION: Final = "ghost-safety-2026.3"
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,33 @@ _RULE_LIST: Final[tuple[Rule, ...]] = (
 RULES: Final[dict[str, Rule]] = {r.rule_id: r for r in _RULE_LIST}
 
 
+#: Every FORBIDDEN reason starts with this and says what to do instead (issue 28).
+FORBIDDEN_PREFIX: Final = "Ghost will not offer this for approval: "
+FORBIDDEN_ASK: Final = "ask the engineer to run it themselves"
+_REFUSED_RE: Final = re.compile(r"^Refused(?: \([A-Za-z0-9_.]{1,40}\))?: ")
+_NEVER_RE: Final = re.compile(r"\.?[ ]*(?:This is never|Never) allowed, even with approval\.?")
+
+
+def forbidden_reason(reason: str) -> str:
+    """One wording for every refusal: what the command would do, then what to do instead.
+
+    The model reads this text and acts on it, so every FORBIDDEN reason begins with
+    FORBIDDEN_PREFIX and ends with a way forward; the engineer running the command themselves is
+    always one (a reason that already says how to rewrite the command keeps that advice first).
+    """
+    text = _REFUSED_RE.sub("", reason.strip(), count=1)
+    text = _NEVER_RE.sub("", text).strip()
+    if text.startswith(FORBIDDEN_PREFIX):
+        text = text[len(FORBIDDEN_PREFIX):]
+    text = text.rstrip(" .;")
+    if FORBIDDEN_ASK not in text:
+        text += f"; {FORBIDDEN_ASK}" if "; " not in text else f" (or {FORBIDDEN_ASK})"
+    return f"{FORBIDDEN_PREFIX}{text}."
+
+
 def make_verdict(rule_id: str, reason: str, argv: tuple[str, ...] | None = None) -> Verdict:
     """Build a verdict whose classification and tier come from the rule table."""
     rule = RULES[rule_id]
+    if rule.classification == "FORBIDDEN":
+        reason = forbidden_reason(reason)
     return Verdict(rule.classification, rule.tier, rule_id, reason, CLASSIFIER_VERSION, argv)

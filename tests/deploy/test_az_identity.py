@@ -97,24 +97,22 @@ FORBIDDEN = [
     "az rest --url http://localhost:42356/msi/token",
     "curl http://169.254.169.254/metadata/identity/oauth2/token",
 ]
-#: not FORBIDDEN today (RISKY: an engineer would be asked). Whatever an engineer approves, these
-#: programs are not `az`, so they get no identity variable (the tests above); the gate's rules
-#: belong to issue 28, which is asked to make them FORBIDDEN.
-RISKY_TODAY = ["env", "printenv", "/usr/bin/env", "sh -c env", "env | grep IDENT",
-               "python3 -c 'import os; print(os.environ)'", "ps -E", "export", "declare -x"]
+#: Programs and builtins that print the environment: FORBIDDEN since issue 28's second round
+#: (whatever an engineer approves, these programs are not `az`, so they get no identity
+#: variable either: the tests above).
+ENVIRONMENT_DUMPS = ["env", "printenv", "/usr/bin/env", "sh -c env", "env | grep IDENT",
+                     "python3 -c 'import os; print(os.environ)'", "ps -E", "export",
+                     "declare -x", "printenv IDENTITY_HEADER", "export -p", "set", "env -0",
+                     "typeset -x", "compgen -e", "docker inspect web",
+                     "systemctl show-environment", "kubectl set env deploy/web --list"]
 
 
-@pytest.mark.parametrize("command", FORBIDDEN)
-def test_reading_the_identity_back_is_forbidden(command: str) -> None:
+@pytest.mark.parametrize("command", ENVIRONMENT_DUMPS)
+def test_dumping_the_environment_is_forbidden(command: str) -> None:
     verdict = classify(command)
     assert verdict.classification == "FORBIDDEN", (command, verdict)
-
-
-@pytest.mark.xfail(reason="RISKY today, not FORBIDDEN; the gate's rules are issue 28's "
-                   "(these programs never receive the identity: see above)", strict=False)
-@pytest.mark.parametrize("command", RISKY_TODAY)
-def test_dumping_the_environment_should_be_forbidden(command: str) -> None:
-    assert classify(command).classification == "FORBIDDEN"
+    assert verdict.reason.startswith("Ghost will not offer this for approval: ")
+    assert "ask the engineer to run it themselves" in verdict.reason
 
 
 # ------------------------------------------------------------------ the real Azure CLI

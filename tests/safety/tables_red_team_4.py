@@ -438,7 +438,7 @@ STILL_APPROVABLE: list[Row] = [
     ("systemctl daemon-reload", R, "reload units"),
     ("ss -K dst 10.0.0.4", R, "kill sockets"),
     ("conntrack -L", R, "connection tracking"),
-    ("iptables -L -n -v", R, "list rules"),
+    ("iptables -L -n -v", S, "list rules (SAFE since the second round of issue 28)"),
     ("ethtool -K eth0 tso off", R, "an offload"),
     ("tc qdisc del dev eth0 root", R, "remove a qdisc"),
     ("hostnamectl", R, "host name"),

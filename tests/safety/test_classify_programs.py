@@ -353,7 +353,7 @@ OTHERS = [
     ("nice ping -c 1 x", F, "T0.runs_programs"),
     ("frobnicate --all", R, "T3.unknown_program"),
     ("kubectl get pods", R, "T3.host_read"),
-    ("iptables -L", R, "T3.destructive_program"),
+    ("iptables -L", S, "T1.allowed"),
 ]
 
 

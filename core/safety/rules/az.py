@@ -138,6 +138,13 @@ def _network_wipe(path: list[str], argv: tuple[str, ...]) -> Verdict | None:
     return None
 
 
+def _mutating(verb: str) -> bool:
+    """`add`, and every hyphenated verb that starts with a change (`add-record`, `set-record`,
+    `remove-ip-config`), unless it reads (`show-`, `list-`, `run-` diagnostics)."""
+    return verb in _MUTATING or (not verb.startswith(_READ_PREFIXES)
+                                 and verb.split("-", 1)[0] in _MUTATING)
+
+
 def _unlisted(path: list[str], argv: tuple[str, ...], ctx: Context) -> Verdict:
     verb = path[-1]
     shown = " ".join(path)
@@ -145,8 +152,8 @@ def _unlisted(path: list[str], argv: tuple[str, ...], ctx: Context) -> Verdict:
     if any(m in " ".join(path) for m in _MINTING):
         return _never("T0.az_credentials", argv, f"az {shown} mints a credential (a SAS "
                       "token or a key)")
-    if verb in _MUTATING or any(len(path) >= 2 and (path[-2], verb) == pair
-                                for pair in _STATEFUL_READS):
+    if _mutating(verb) or any(len(path) >= 2 and (path[-2], verb) == pair
+                              for pair in _STATEFUL_READS):
         if secret is None and approvable_write(tuple(path)):
             return _network_wipe(path, argv) or _approvable_write(path, argv, ctx)
         return _never("T0.az_not_approvable", argv, f"az {shown} changes state, and only "
@@ -326,9 +333,12 @@ _LIST_ACTION_RE: Final = re.compile(r"(?i)/(?:list[a-z0-9]+|regenerate[a-z0-9]*|
 
 
 def _secret_argument(args: list[str]) -> str | None:
-    for word in args:
+    for index, word in enumerate(args):
         if word.startswith("-"):
             name = word.partition("=")[0].lower()
+            value = word.partition("=")[2] or (args[index + 1] if index + 1 < len(args) else "")
+            if name == "-p" and value.isdigit():
+                continue  # `record-set srv add-record -p 1`: a priority or port, not a password
             if (_SECRET_OPTION_RE.match(name) and name not in _NOT_SECRET_OPTIONS
                     and not name.startswith(("--show-", "--include-", "--with-", "--reveal",
                                              "--expose", "--list-", "--no-"))):

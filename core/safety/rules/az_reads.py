@@ -33,6 +33,8 @@ network lb address-pool: list show
 network lb inbound-nat-rule: list show
 network lb outbound-rule: list show
 network application-gateway: list show show-backend-health
+network application-gateway waf-policy: list show
+network ddos-protection: list show
 network private-endpoint: list show
 network private-endpoint dns-zone-group: list show
 network private-endpoint-connection: list show
@@ -119,6 +121,7 @@ keyvault certificate: list show
 storage container: exists
 storage blob: list download
 role assignment: list
+role definition: list
 lock: list show
 webapp: list show
 webapp config: show
@@ -166,8 +169,15 @@ def approvable_write(path: tuple[str, ...]) -> bool:
     """Is `az PATH` a change an engineer may approve?"""
     if path in APPROVABLE_WRITES:
         return True
-    return (len(path) >= 3 and path[0] == "network" and path[-1] in NETWORK_WRITE_VERBS
+    verb = path[-1] if path else ""
+    return (len(path) >= 3 and path[0] == "network" and (
+        verb in NETWORK_WRITE_VERBS or verb.split("-", 1)[0] in _RECORD_VERB_HEADS)
             and not NETWORK_WRITE_EXCLUDED & set(path))
+
+
+#: `add-record`, `set-record`, `remove-record`, `update-record`, `add-ip-config` ...: the verbs
+#: of DNS record sets (public and private zones) and NIC configurations are one change each.
+_RECORD_VERB_HEADS: Final = frozenset({"add", "remove", "set", "update", "create", "delete"})
 
 #: Options that only select what to read or how to print it, for every clean read.
 FLAG_OPTIONS: Final = frozenset({"--only-show-errors", "--all", "--show-details",
@@ -188,7 +198,7 @@ VALUE_OPTIONS: Final = frozenset({
     "--interval", "--aggregation", "--dimension", "--top", "--orderby", "--filter",
     "--dns-resolver-name", "--ruleset-name", "--rcg-name", "--collection-group-name",
     "--ip-config-name", "--gateway", "--peer", "--preferred-ip-version", "--protocol-type",
-    "--vm-name", "--dns-resolver", "--forwarding-ruleset-name", "--workspace",
+    "--vm-name", "--nic-name", "--dns-resolver", "--forwarding-ruleset-name", "--workspace",
     "--vault-name", "--account-name", "--auth-mode", "--id", "--slot", "--firewall-name",
     "--collection-name", "--endpoint-name", "--container-name", "--prefix", "--num-results",
     "--marker", "--include", "--delimiter", "--file", "--assignee", "--scope", "--role",
