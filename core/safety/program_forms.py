@@ -24,9 +24,12 @@ _POWER_UNIT_RE: Final = re.compile(
     r"shutdown|ctrl-alt-del|soft-reboot|final|exit)(?:\.target|\.service)?$|^(?:reboot|"
     r"poweroff|halt|kexec|suspend|hibernate|hybrid-sleep|rescue|emergency|default|isolate|"
     r"soft-reboot|suspend-then-hibernate)$")
+#: Verbs that change what runs at boot or in every service: persistence, never approvable
+#: (an investigation starts or restarts a unit; making it start at every boot is not a diagnosis).
 _SYSTEMCTL_RUN: Final = frozenset({"edit", "link", "set-environment", "import-environment",
                                    "unset-environment", "set-default", "preset-all",
-                                   "switch-root", "revert"})
+                                   "switch-root", "revert", "enable", "reenable", "preset",
+                                   "add-wants", "add-requires", "unmask"})
 
 
 def _sub(args: list[str]) -> tuple[str, list[str]]:
