@@ -17,13 +17,18 @@ from pathlib import Path
 ROOT = str(Path(__file__).resolve().parents[2])
 
 
-def _stack(frame: object, depth: int = 14) -> str:
+def _stack(frame: object, depth: int = 12) -> str:
+    """The innermost frame, then the project's own frames (libraries' are skipped)."""
     parts: list[str] = []
+    first = True
     while frame is not None and len(parts) < depth:
         code = frame.f_code  # type: ignore[attr-defined]
         name = code.co_filename
-        short = name[len(ROOT) + 1:] if name.startswith(ROOT) else name.rsplit("/", 2)[-1]
-        parts.append(f"{short}:{frame.f_lineno} {code.co_name}")  # type: ignore[attr-defined]
+        ours = name.startswith(ROOT) and "/.venv/" not in name
+        if first or ours:
+            short = name[len(ROOT) + 1:] if ours else name.rsplit("/", 2)[-1]
+            parts.append(f"{short}:{frame.f_lineno} {code.co_name}")  # type: ignore[attr-defined]
+        first = False
         frame = frame.f_back  # type: ignore[attr-defined]
     return " < ".join(parts)
 

@@ -102,6 +102,10 @@ class ChaosSlack(FakeSlack):
 class SlackUsers(Users):
     """Signs and POSTs what Slack would send, to the replicas in turn; records acks."""
 
+    def __init__(self, bases: list[str], api_url: str) -> None:
+        super().__init__(bases)
+        self.api_url = api_url
+
     def _post(self, body: str, kind: str) -> tuple[int, str]:
         ts = str(int(time.time()))
         digest = hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(),
@@ -184,7 +188,7 @@ class SlackChat:
         return {}
 
     def users(self, bases: list[str]) -> SlackUsers:
-        return SlackUsers(bases)
+        return SlackUsers(bases, self.fake.base_url)
 
     def cards(self) -> list[dict[str, Any]]:
         return self.fake.cards()

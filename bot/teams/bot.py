@@ -63,7 +63,7 @@ from bot.teams.port import (
 )
 from core.errors import GhostError, UnknownInvestigation
 from core.session_state import iso_utc, utc_now
-from storage.db import transient_cause
+from storage.db import acking, transient_cause
 from storage.investigations import AlreadySeen
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,8 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         clicked = CLICKED_IN.get()  # where it was clicked: whoever applies it later judges
         entry = {**item, "at": iso_utc(utc_now()),  # membership as the request showed it
                  **({"channel": clicked[1]} if clicked else {})}
-        self.store.remember_event(key, inbox=(session_id, key, entry))
+        with acking():  # the answer waits for it: ahead of the workers' writes (SQLite)
+            self.store.remember_event(key, inbox=(session_id, key, entry))
         return key
 
     def _cancel_or_resume(self, verb: str, rest: str, user: str, key: str | None) -> str:
