@@ -203,9 +203,12 @@ class TeamsChat:
             status = [a for a in thread if STATUS_MARK in json.dumps(_content(a))]
             if len(status) != 1:
                 (dup if status else lost).append(f"{tag} ({sid}): {len(status)} status cards")
-            texts = Counter(str(a.get("text")) for a in thread if a.get("text"))
-            dup += [f"{tag} ({sid}): posted {count}×: {text[:90]!r}"
-                    for text, count in texts.items() if count > 1]
+            # a message sent again after a kill follows its first copy (the outbox resends
+            # the item it had claimed before any later one); the same words further apart are
+            # two messages (a second Gemini outage in the same minute says the same)
+            texts = [str(a.get("text")) for a in thread if a.get("text")]
+            dup += [f"{tag} ({sid}): posted twice in a row: {text[:90]!r}"
+                    for text, after in zip(texts, texts[1:], strict=False) if text == after]
             shown = Counter(str(((_approve_action(_content(a)) or {}).get("data") or {})
                                 .get("approval_id")) for a in thread)
             for approval in store.approvals(sid):

@@ -110,6 +110,17 @@ def test_the_accounting_catches_a_second_status_card_a_missing_card_and_a_second
         assert not rcas.ok
         assert any("2 status cards" in d for d in posts.details)
         assert any("attached 2 times" in d for d in posts.details)
+
+        # the same words twice with something between: two messages (two Gemini outages);
+        # twice in a row: one message sent again
+        for text in ("⚠️ Gemini is unavailable", "✅ SAFE ran: `ss -tln`",
+                     "⚠️ Gemini is unavailable"):
+            _post(chat, conv, {"type": "message", "text": text})
+        details = chat.thread_posts(started, _Store([_Approval("a1")]))[0].details
+        assert not any("in a row" in d for d in details), details
+        _post(chat, conv, {"type": "message", "text": "⚠️ Gemini is unavailable"})
+        details = chat.thread_posts(started, _Store([_Approval("a1")]))[0].details
+        assert any("posted twice in a row: '⚠️ Gemini is unavailable'" in d for d in details)
     finally:
         chat.stop()
 
