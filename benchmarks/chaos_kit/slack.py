@@ -197,6 +197,10 @@ class SlackChat:
         return len([c for c in self.fake.called("files.completeUploadExternal")
                     if "_fault" not in c.args])
 
+    def settled(self, store: Any, completed: list[str]) -> bool:
+        """Each completed investigation's RCA reached Slack."""
+        return self.uploads() >= len(completed)
+
     def faulted_line(self) -> str:
         return f"Slack answered {self.fake.faulted['429']}×429, {self.fake.faulted['500']}×500"
 

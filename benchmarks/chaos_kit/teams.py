@@ -195,7 +195,7 @@ class TeamsChat:
         threads = self.connector.threads()
         dup: list[str] = []
         lost: list[str] = []
-        rca_ok = 0
+        rca_ok = told = 0
         for inv in started:
             tag = f"chaos-{inv.n:02d}"
             sid = inv.session_id or ""
@@ -227,13 +227,25 @@ class TeamsChat:
                 rca_ok += 1
             elif len(files) > 1:
                 dup.append(f"{tag} ({sid}): the RCA attached {len(files)} times")
+            elif sid and rca_state(store, sid) == "interrupted" and any(
+                    "upload of the RCA" in t and "interrupted" in t for t in texts):
+                told += 1  # Teams cannot confirm an upload a kill cut: the thread is told
             elif sid and store.get_investigation(sid).status == "completed":
-                lost.append(f"{tag} ({sid}): completed, but no RCA file in the thread")
+                lost.append(f"{tag} ({sid}): completed, but no RCA file in the thread "
+                            f"(upload {rca_state(store, sid)})")
         posts_v = Verdict(f"duplicate thread posts: {len(dup)}   lost thread posts: {len(lost)}",
                           not dup and not lost, dup + lost)
-        rca_v = Verdict(f"RCA files attached exactly once: {rca_ok}/{len(started)}",
-                        rca_ok == len(started))
+        rca_v = Verdict(
+            f"RCA files attached exactly once: {rca_ok}/{len(started)}; cut by a kill and the "
+            f"thread told to `@Ghost resume` (Teams cannot confirm an upload, "
+            f"docs/reliability.md): {told}", rca_ok + told == len(started))
         return posts_v, rca_v
+
+    def settled(self, store: Any, completed: list[str]) -> bool:
+        """Every completed investigation's RCA is attached or known cut (the thread told)."""
+        return all(rca_state(store, sid) in ("posted", "interrupted") for sid in completed) \
+            and self.uploads() >= sum(1 for sid in completed
+                                      if rca_state(store, sid) == "posted")
 
     def rca_times(self, started: list[Started]) -> list[float]:
         sids = {s.session_id for s in started if s.session_id}
@@ -241,6 +253,12 @@ class TeamsChat:
                 if any(x.get("contentType") == FILE_INFO and any(
                     str(x.get("name")).endswith(f"ghost_rca_{sid}.md") for sid in sids)
                     for x in a.get("attachments") or [])]
+
+
+def rca_state(store: Any, session_id: str) -> str:
+    """The RCA upload's record (``conversation_ref.rca_upload.state``), or "none"."""
+    ref = store.get_investigation(session_id).conversation_ref or {}
+    return str((ref.get("rca_upload") or {}).get("state") or "none")
 
 
 class TeamsUsers(Users):
