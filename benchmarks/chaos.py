@@ -368,7 +368,8 @@ class Drill:
         trace = account.side_effects(self.tmp / "side_effects.jsonl")
         verdicts.append(account.executed_once(started, self.store, trace))
         verdicts.append(account.verify_chains(started, env))
-        posts, rcas = self.chat.thread_posts(started, self.store)
+        posts, rcas = self.chat.thread_posts(started, self.store,
+                                             kills=sum(g.kills for g in self.ghosts))
         verdicts += [posts, rcas]
         verdicts += self.latency_verdicts(started, requested, approver)
         rca_at = self.chat.rca_times(started)

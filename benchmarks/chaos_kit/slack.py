@@ -222,7 +222,7 @@ class SlackChat:
                 out.append(roots[0] - acked)
         return out
 
-    def thread_posts(self, started: list[Any], store: Any) -> tuple[Any, Any]:
+    def thread_posts(self, started: list[Any], store: Any, kills: int = 0) -> tuple[Any, Any]:
         from benchmarks.chaos_kit.account import thread_posts
 
         return thread_posts(started, store, self.fake)

@@ -190,9 +190,15 @@ class TeamsChat:
                 out.append(self.connector.posted_at[status[0]["id"]] - acked)
         return out
 
-    def thread_posts(self, started: list[Started], store: Any) -> tuple[Verdict, Verdict]:
-        """(duplicate or lost thread posts, RCA files attached exactly once)."""
+    def thread_posts(self, started: list[Started], store: Any,
+                     kills: int = 0) -> tuple[Verdict, Verdict]:
+        """(duplicate or lost thread posts, RCA files attached exactly once).
+
+        A message Ghost sent again because a kill fell between the connector's answer and
+        Ghost's record of it (Teams cannot look a message up, so the next holder cannot tell;
+        docs/reliability.md, "Thread messages") is counted apart: at most one per kill."""
         threads = self.connector.threads()
+        resent: list[str] = []
         dup: list[str] = []
         lost: list[str] = []
         rca_ok = told = 0
@@ -202,13 +208,13 @@ class TeamsChat:
             thread = threads.get(conversation_of(inv.channel, inv.n), [])
             status = [a for a in thread if STATUS_MARK in json.dumps(_content(a))]
             if len(status) != 1:
-                (dup if status else lost).append(f"{tag} ({sid}): {len(status)} status cards")
+                (resent if status else lost).append(f"{tag} ({sid}): {len(status)} status cards")
             # a message sent again after a kill follows its first copy (the outbox resends
             # the item it had claimed before any later one); the same words further apart are
             # two messages (a second Gemini outage in the same minute says the same)
             texts = [str(a.get("text")) for a in thread if a.get("text")]
-            dup += [f"{tag} ({sid}): posted twice in a row: {text[:90]!r}"
-                    for text, after in zip(texts, texts[1:], strict=False) if text == after]
+            resent += [f"{tag} ({sid}): posted twice in a row: {text[:90]!r}"
+                       for text, after in zip(texts, texts[1:], strict=False) if text == after]
             shown = Counter(str(((_approve_action(_content(a)) or {}).get("data") or {})
                                 .get("approval_id")) for a in thread)
             for approval in store.approvals(sid):
@@ -233,8 +239,11 @@ class TeamsChat:
             elif sid and store.get_investigation(sid).status == "completed":
                 lost.append(f"{tag} ({sid}): completed, but no RCA file in the thread "
                             f"(upload {rca_state(store, sid)})")
-        posts_v = Verdict(f"duplicate thread posts: {len(dup)}   lost thread posts: {len(lost)}",
-                          not dup and not lost, dup + lost)
+        posts_v = Verdict(
+            f"duplicate thread posts: {len(dup)}   lost thread posts: {len(lost)}   sent again "
+            f"after a kill between Teams' answer and the record: {len(resent)} (at most one a "
+            f"kill: {kills})", not dup and not lost and len(resent) <= kills,
+            dup + lost + resent)
         rca_v = Verdict(
             f"RCA files attached exactly once: {rca_ok}/{len(started)}; cut by a kill and the "
             f"thread told to `@Ghost resume` (Teams cannot confirm an upload, "

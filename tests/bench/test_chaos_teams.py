@@ -107,7 +107,7 @@ def test_the_accounting_catches_a_second_status_card_a_missing_card_and_a_second
         _post(chat, conv, status)
         _post(chat, conv, rca)
         posts, rcas = chat.thread_posts(started, _Store([_Approval("a1")]))
-        assert not rcas.ok
+        assert not rcas.ok and not posts.ok
         assert any("2 status cards" in d for d in posts.details)
         assert any("attached 2 times" in d for d in posts.details)
 
@@ -121,6 +121,9 @@ def test_the_accounting_catches_a_second_status_card_a_missing_card_and_a_second
         _post(chat, conv, {"type": "message", "text": "⚠️ Gemini is unavailable"})
         details = chat.thread_posts(started, _Store([_Approval("a1")]))[0].details
         assert any("posted twice in a row: '⚠️ Gemini is unavailable'" in d for d in details)
+        # a message sent again is Teams' documented window of one per kill, no more
+        again = chat.thread_posts(started, _Store([_Approval("a1")]), kills=1)[0]
+        assert "sent again after a kill between Teams' answer and the record: 2" in again.line
     finally:
         chat.stop()
 
