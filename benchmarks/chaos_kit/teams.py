@@ -235,7 +235,7 @@ class TeamsChat:
                 dup.append(f"{tag} ({sid}): the RCA attached {len(files)} times")
             elif sid and rca_state(store, sid) == "interrupted" and any(
                     "upload of the RCA" in t and "interrupted" in t for t in texts):
-                told += 1  # Teams cannot confirm an upload a kill cut: the thread is told
+                told += 1  # Teams cannot confirm an upload that was cut: the thread is told
             elif sid and store.get_investigation(sid).status == "completed":
                 lost.append(f"{tag} ({sid}): completed, but no RCA file in the thread "
                             f"(upload {rca_state(store, sid)})")
@@ -245,9 +245,9 @@ class TeamsChat:
             f"kill: {kills})", not dup and not lost and len(resent) <= kills,
             dup + lost + resent)
         rca_v = Verdict(
-            f"RCA files attached exactly once: {rca_ok}/{len(started)}; cut by a kill and the "
-            f"thread told to `@Ghost resume` (Teams cannot confirm an upload, "
-            f"docs/reliability.md): {told}", rca_ok + told == len(started))
+            f"RCA files attached exactly once: {rca_ok}/{len(started)}; cut (a kill or a "
+            f"connector 5xx mid-upload) and the thread told to `@Ghost resume` (Teams cannot "
+            f"confirm an upload, docs/reliability.md): {told}", rca_ok + told == len(started))
         return posts_v, rca_v
 
     def settled(self, store: Any, completed: list[str]) -> bool:
