@@ -130,14 +130,16 @@ def test_the_accounting_catches_a_second_status_card_a_missing_card_and_a_second
 
 def test_a_short_teams_drill_with_a_kill_and_connector_faults_meets_every_target() -> None:
     """Every correctness target, and Approve → start and ack → root under 2 s at p99, on a
-    short run. Acks are held to 3 s here (a busy CI machine); the 300 ms target is the
+    short run (about 80 s on a busy 2-core machine). Acks are held to 3 s here (a busy CI machine); the 300 ms target is the
     benchmark's to measure."""
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "chaos.py"), "--platform", "teams",
          "--sqlite", "-n", "2", "--channels", "2", "--faults", "kills,teams429,teams500",
-         "--kill-every", "6", "--chaos-seconds", "9", "--budget", "150", "--lease", "4",
+         # the 429 window at 6.6 s, the 503 one at 21.5 s, one kill at 32 s (mid-investigation,
+         # after both: a kill while a post waits out a 429 leaves it claimed for 120 s)
+         "--kill-every", "32", "--chaos-seconds", "33", "--budget", "240", "--lease", "4",
          "--ack-target-ms", "3000"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=420)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "ALL TARGETS MET" in out and "kills 1" in out, out
