@@ -95,7 +95,7 @@ class ApprovalRepo:
 
     def get_approval(self, approval_id: str) -> ApprovalView | None:
         self.db.ensure_ready()
-        with self.db.session() as s:
+        with self.db.reading() as s:
             row = s.get(Approval, approval_id)
             return None if row is None else _view(row)
 
@@ -106,7 +106,7 @@ class ApprovalRepo:
         query = select(Approval).where(Approval.session_id == session_id)
         if statuses:
             query = query.where(Approval.status.in_(statuses))
-        with self.db.session() as s:
+        with self.db.reading() as s:
             return [_view(r) for r in s.scalars(query.order_by(Approval.requested_at))]
 
     def transition_approval(
@@ -173,5 +173,5 @@ class ApprovalRepo:
                  .where(Approval.status == "pending", Approval.expires_at.is_not(None),
                         Approval.expires_at <= now)
                  .order_by(Approval.expires_at).limit(limit))
-        with self.db.session() as s:
+        with self.db.reading() as s:
             return [_view(r) for r in s.scalars(query)]

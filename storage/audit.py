@@ -54,7 +54,7 @@ class AuditRepo:
     def audit_records(self, session_id: str) -> list[dict[str, Any]]:
         """Every record of the investigation in chain order (unknown id: empty list)."""
         self.db.ensure_ready()
-        with self.db.session() as s:
+        with self.db.reading() as s:
             rows = s.scalars(
                 select(AuditEvent)
                 .where(AuditEvent.session_id == session_id)
@@ -64,14 +64,14 @@ class AuditRepo:
 
     def audit_record(self, audit_id: str) -> dict[str, Any] | None:
         self.db.ensure_ready()
-        with self.db.session() as s:
+        with self.db.reading() as s:
             row = s.scalars(select(AuditEvent).where(AuditEvent.audit_id == audit_id)).first()
             return None if row is None else _record(row)
 
     def verify_audit(self, session_id: str) -> ChainReport:
         """Re-walk the chain from the stored rows against the head kept on the investigation."""
         self.db.ensure_ready()
-        with self.db.session() as s:
+        with self.db.reading() as s:
             inv = s.get(Investigation, session_id)
             if inv is None:
                 raise UnknownInvestigation(session_id)

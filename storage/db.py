@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +67,60 @@ def safe_url(url: str) -> str:
         return re.sub(r"//[^@/]*@", "//***@", url)
 
 
+#: the execution option that marks a read-only unit of work (``Database.reading``)
+READ_ONLY = "ghost_read_only"
+#: a pooled SQLite connection's info key: it holds this process's write turn
+GATE = "ghost_write_turn"
+
+
+#: set while a request is being acknowledged: its record goes before the workers' writes
+ACKING: ContextVar[bool] = ContextVar("ghost_acking", default=False)
+
+
+@contextmanager
+def acking() -> Iterator[None]:
+    """Around the write a request's ack waits for (a slash command's investigation, a click's
+    inbox entry): on SQLite it gets this process's next write turn ahead of the workers'."""
+    token = ACKING.set(True)
+    try:
+        yield
+    finally:
+        ACKING.reset(token)
+
+
+class WriteTurns:
+    """This process's turn to write to a SQLite file, handed over at once (SQLite's own
+    waiters sleep up to 100 ms between tries), and to a request being acknowledged first."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._held = False
+        self._acking = 0
+
+    def acquire(self, timeout: float, *, first: bool = False) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._acking += first
+            try:
+                while self._held or (self._acking and not first):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cond.wait(left)
+                self._held = True
+                return True
+            finally:
+                self._acking -= first
+
+    def release(self) -> None:
+        with self._cond:
+            self._held = False
+            self._cond.notify_all()
+
+
 def _sqlite_setup(engine: Engine) -> None:
+    gate = WriteTurns()  # this process's turn to write (see _on_begin)
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # let us issue BEGIN ourselves
@@ -75,7 +133,36 @@ def _sqlite_setup(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # a unit of work that writes takes the write lock at once (no deadlock upgrading a
+        # read lock); a read (``Database.reading``) takes none: under WAL it reads its
+        # snapshot while a writer commits. Before, every read queued on the write lock too,
+        # and twenty slash commands' records waited behind the workers' reads (issue 34)
+        if conn.get_execution_options().get(READ_ONLY):
+            conn.exec_driver_sql("BEGIN")
+            return
+        # this process's writers queue on a lock of ours, which hands over at once, rather
+        # than on SQLite's, whose waiters sleep up to 100 ms between tries: twenty slash
+        # commands' records no longer wait out those sleeps behind the workers' writes
+        if not gate.acquire(30, first=ACKING.get()):
+            raise sqlite3.OperationalError("database is locked (no write turn in 30 s)")
+        conn.connection.info[GATE] = True
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            _release(conn.connection.info)
+            raise
+
+    def _release(info: Any) -> None:
+        if info.pop(GATE, False):
+            gate.release()
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        _release(record.info)  # the unit of work is over: committed, rolled back or failed
+
+    @event.listens_for(engine, "invalidate")
+    def _on_invalidate(_dbapi_conn: Any, record: Any, _exc: Any) -> None:
+        _release(record.info)
 
 
 #: what a JSON column that does not parse reads back as (SQLite stores JSON as text that
@@ -165,6 +252,8 @@ class Database:
         self.url = normalise_url(url)
         self.engine = make_engine(self.url, password, create=create)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.reads = sessionmaker(self.engine.execution_options(**{READ_ONLY: True}),
+                                  expire_on_commit=False)
         self.auto_migrate = auto_migrate
         self._checked = False
 
@@ -174,6 +263,11 @@ class Database:
 
     def session(self) -> Session:
         return self.sessions()
+
+    def reading(self) -> Session:
+        """A session for reads only: on SQLite it does not take the write lock (a write in
+        it may fail with "database is locked" — use ``session`` to write)."""
+        return self.reads()
 
     def ensure_ready(self) -> None:
         """Fail with a one-line error when the database is unreachable or not migrated.

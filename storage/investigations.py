@@ -220,14 +220,14 @@ class InvestigationRepo:
         """How many ids of the form ``base`` / ``base-N`` exist (the next free N is above)."""
         from sqlalchemy import func
 
-        with self.db.session() as s:
+        with self.db.reading() as s:
             return int(s.scalar(select(func.count()).select_from(Investigation).where(
                 or_(Investigation.session_id == base,
                     Investigation.session_id.like(f"{base}-%")))) or 0)
 
     def get_investigation(self, session_id: str) -> InvestigationView:
         self.db.ensure_ready()
-        with self.db.session() as s:
+        with self.db.reading() as s:
             row = s.get(Investigation, session_id)
             if row is None:
                 raise UnknownInvestigation(session_id)
@@ -240,7 +240,7 @@ class InvestigationRepo:
         query = select(Investigation).order_by(Investigation.created_at.desc()).limit(limit)
         if statuses:
             query = query.where(Investigation.status.in_(statuses))
-        with self.db.session() as s:
+        with self.db.reading() as s:
             return [_view(r) for r in s.scalars(query)]
 
     def save_state(
@@ -429,7 +429,7 @@ class InvestigationRepo:
                         Investigation.channel_ref == channel_ref,
                         Investigation.thread_ref == thread_ref)
                  .order_by(Investigation.created_at.desc()).limit(1))
-        with self.db.session() as s:
+        with self.db.reading() as s:
             row = s.scalars(query).first()
             return None if row is None else _view(row)
 
@@ -509,7 +509,7 @@ class InvestigationRepo:
                         same_kind(self.lab, same_scenario=True)))
         if platforms is not None:
             query = query.where(Investigation.platform.in_(list(platforms)))
-        with self.db.session() as s:
+        with self.db.reading() as s:
             return int(s.scalar(query) or 0)
 
     def queue_position(self, session_id: str) -> int:
@@ -518,7 +518,7 @@ class InvestigationRepo:
         from sqlalchemy import func
 
         self.db.ensure_ready()
-        with self.db.session() as s:
+        with self.db.reading() as s:
             row = s.get(Investigation, session_id)
             if row is None:
                 raise UnknownInvestigation(session_id)

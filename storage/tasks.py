@@ -89,7 +89,7 @@ class TaskRepo:
     def task_events(self, session_id: str) -> list[dict[str, Any]]:
         """Every task record of an investigation in the order written (for export)."""
         self.db.ensure_ready()
-        with self.db.session() as s:
+        with self.db.reading() as s:
             rows = s.scalars(
                 select(TaskEvent).where(TaskEvent.session_id == session_id).order_by(TaskEvent.id)
             )
@@ -104,13 +104,13 @@ class TaskRepo:
         else:
             newest = newest.where(self._own_kind())
         query = select(TaskEvent).where(TaskEvent.id.in_(newest.scalar_subquery()))
-        with self.db.session() as s:
+        with self.db.reading() as s:
             rows = s.scalars(query.order_by(TaskEvent.id))
             return [dict(r.record) for r in rows]
 
     def latest_task(self, task_id: str) -> dict[str, Any] | None:
         self.db.ensure_ready()
-        with self.db.session() as s:
+        with self.db.reading() as s:
             row = s.scalars(
                 select(TaskEvent).where(TaskEvent.task_id == task_id, self._own_kind())
                 .order_by(TaskEvent.id.desc()).limit(1)

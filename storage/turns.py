@@ -31,7 +31,7 @@ class TurnRepo:
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """``[{"seq", "role", "content"}]`` in order."""
         self.db.ensure_ready()
-        with self.db.session() as s:
+        with self.db.reading() as s:
             rows = s.scalars(
                 select(ConversationTurn)
                 .where(ConversationTurn.session_id == session_id)

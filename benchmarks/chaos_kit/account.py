@@ -7,6 +7,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,15 @@ def from_database(store: Any, requested: list[Started]) -> tuple[list[Started], 
         if tag:
             found.append(Started(int(tag.group(1)), str(inv.channel_ref), inv.session_id, 0.0))
     known = {s.session_id for s in found}
+    tags = {s.n for s in found}
     lost = [f"chaos-{r.n:02d}: acked with {r.session_id}, but there is no such investigation"
             for r in requested if r.session_id and r.session_id not in known]
-    lost += [f"chaos-{r.n:02d}: the slash command was answered HTTP {r.status}, no session id"
-             if r.status else f"chaos-{r.n:02d}: no replica answered the slash command in 30 s"
-             for r in requested if r.session_id is None]
+    # Teams' ack names no session: an acked mention is lost when no investigation has its tag
+    lost += [f"chaos-{r.n:02d}: acked, but no investigation carries its tag"
+             for r in requested if r.session_id is None and r.status == 200 and r.n not in tags]
+    lost += [f"chaos-{r.n:02d}: the request was answered HTTP {r.status}, no session id"
+             if r.status else f"chaos-{r.n:02d}: no replica answered the request in 30 s"
+             for r in requested if r.session_id is None and r.status != 200]
     return sorted(found, key=lambda s: (s.n, s.session_id or "")), lost
 
 
@@ -217,3 +222,19 @@ def rca_times(started: list[Started], slack: ChaosSlack) -> list[float]:
     return [c.at for c in slack.called("files.completeUploadExternal")
             if "_fault" not in c.args and any(f"ghost_rca_{sid}" in json.dumps(
                 c.args.get("files")) for sid in sids)]
+
+
+def approve_to_start(store: Any, first_click: dict[str, datetime]) -> dict[str, float]:
+    """Per approval: ms from its first Approve click to its command's ``command_started``
+    record (the audit record's own time); approvals whose command never started are left out."""
+    out: dict[str, float] = {}
+    for approval_id, clicked in first_click.items():
+        approval = store.get_approval(approval_id)
+        if approval is None:
+            continue
+        for record in store.audit_records(approval.session_id):
+            if record.get("kind") == "command_started" and of_approval(record) == approval_id:
+                moment = datetime.fromisoformat(str(record["timestamp"]).replace("Z", "+00:00"))
+                out[approval_id] = (moment - clicked).total_seconds() * 1000
+                break
+    return out

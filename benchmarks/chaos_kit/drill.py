@@ -7,49 +7,67 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from benchmarks.chaos_kit.account import Started
 from benchmarks.chaos_kit.faults import Faults
 from benchmarks.chaos_kit.procs import Ghost
-from benchmarks.chaos_kit.slack import ChaosSlack, SlackUsers, session_in
+from benchmarks.chaos_kit.users import Users
 
 SYMPTOM = ("The web tier returns 502 since 17:20 UTC; its logs show 'connect() failed (111: "
            "Connection refused)' to api-vm-01 (10.1.3.4:8080)")
 
 
 class Requester(threading.Thread):
-    """Starts investigation 0..n-1 with signed `/ghost investigate`, ``every_s`` apart."""
+    """Starts investigation 0..n-1 (Slack's `/ghost investigate`, Teams' `@Ghost investigate`),
+    ``every_s`` apart — or, with ``every_s`` 0, all at once (one thread each)."""
 
-    def __init__(self, users: SlackUsers, channels: list[str], n: int, every_s: float,
+    def __init__(self, users: Any, channels: list[str], n: int, every_s: float,
                  halt: threading.Event) -> None:
         super().__init__(daemon=True, name="chaos-requester")
         self.users, self.channels, self.n, self.every_s = users, channels, n, every_s
         self.halt = halt
         self.started: list[Started] = []
+        self._lock = threading.Lock()
+
+    def _start(self, n: int) -> None:
+        channel = self.channels[n % len(self.channels)]
+        status, sid = self.users.investigate(n, channel, f"investigate {SYMPTOM} [chaos-{n:02d}]")
+        with self._lock:
+            self.started.append(Started(n, channel, sid, time.monotonic(), status))
 
     def run(self) -> None:
+        if self.every_s <= 0:
+            burst = [threading.Thread(target=self._start, args=(n,), daemon=True)
+                     for n in range(self.n)]
+            for thread in burst:
+                thread.start()
+            for thread in burst:
+                thread.join()
+            return
         for n in range(self.n):
             if self.halt.is_set():
                 return
-            channel = self.channels[n % len(self.channels)]
-            status, body = self.users.slash(channel, f"investigate {SYMPTOM} [chaos-{n:02d}]")
-            self.started.append(Started(n, channel, session_in(body) if status == 200 else None,
-                                        time.monotonic(), status))
+            self._start(n)
             self.halt.wait(self.every_s)
 
 
 class Approver(threading.Thread):
     """The second engineer: approves every card that appears; double-clicks every third one
     (two replicas at once) and replays every second one's click after it was decided. A click
-    that left its approval pending for ``reclick_s`` is clicked again (and counted)."""
+    that left its approval pending for ``reclick_s`` is clicked again (and counted).
+    ``first_click`` keeps the wall-clock time of each approval's first click (for Approve →
+    command start)."""
 
-    def __init__(self, users: SlackUsers, slack: ChaosSlack, store: Any, halt: threading.Event,
+    def __init__(self, users: Users, chat: Any, store: Any, halt: threading.Event,
                  reclick_s: float = 15.0) -> None:
         super().__init__(daemon=True, name="chaos-approver")
-        self.users, self.slack, self.store, self.halt = users, slack, store, halt
+        self.users, self.chat, self.store, self.halt = users, chat, store, halt
         self.reclick_s = reclick_s
         self.clicked: dict[str, float] = {}
+        self.first_click: dict[str, datetime] = {}
+        self.first_at: dict[str, float] = {}
         self.double_clicks = 0
         self.replays = 0
         self.reclicks: list[str] = []
@@ -59,7 +77,7 @@ class Approver(threading.Thread):
         self._next_check = 0.0
 
     def _click(self, card: dict[str, Any]) -> None:
-        self.users.click(str(card["channel"]), card["_approval"], str(card["ts"]))
+        self.users.click_card(card)
 
     def run(self) -> None:
         seen = 0
@@ -72,12 +90,14 @@ class Approver(threading.Thread):
 
     def _round(self, _seen: int) -> None:
         now = time.monotonic()
-        cards = self.slack.cards()
+        cards = self.chat.cards()
         for card in cards[self._cards_seen:]:
             approval = card["_approval"]
             if approval in self.clicked:
                 continue
             self.clicked[approval] = now
+            self.first_click[approval] = datetime.now(UTC)
+            self.first_at[approval] = now
             self._open[approval] = card
             index = len(self.clicked)
             if index % 3 == 0:

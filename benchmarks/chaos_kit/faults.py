@@ -63,6 +63,11 @@ class Faults:
         with self._lock:
             return sorted({w.kind for w in self.windows if w.start <= at < w.end + slack})
 
+    def overlaps(self, start: float, end: float) -> bool:
+        """Whether any window was open at some moment of [start, end]."""
+        with self._lock:
+            return any(w.start <= end and w.end >= start for w in self.windows)
+
     def last_end(self) -> float | None:
         with self._lock:
             return max((w.end for w in self.windows), default=None)

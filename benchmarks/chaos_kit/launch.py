@@ -51,6 +51,10 @@ def install() -> None:
 
 if __name__ == "__main__":
     install()
+    if os.environ.get("CHAOS_PROFILE"):
+        from benchmarks.chaos_kit.profile import start
+
+        start(os.environ["CHAOS_PROFILE"])
     from bot.cli import main
 
     sys.exit(main(sys.argv[1:]))

@@ -12,17 +12,15 @@ import hashlib
 import hmac
 import json
 import re
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections import Counter
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlencode
 
 from benchmarks.chaos_kit.faults import Faults, quiet_errors
+from benchmarks.chaos_kit.users import Ack, Users
 from tests.fakes.slack_api import Call, FakeSlack
 
 SECRET = "chaos-signing-secret"
@@ -101,31 +99,12 @@ class ChaosSlack(FakeSlack):
         return list(self._cards)
 
 
-@dataclass
-class Ack:
-    at: float
-    ms: float
-    kind: str
-    status: int
-    replica: int
+class SlackUsers(Users):
+    """Signs and POSTs what Slack would send, to the replicas in turn; records acks."""
 
-
-@dataclass
-class SlackUsers:
-    """Signs and POSTs what Slack would send, to the replica ``pick()`` chooses; records acks.
-
-    A replica that refuses the connection (killed) is retried on the next one, as a load
-    balancer would; those are counted in ``refused``, not as acks.
-    """
-
-    bases: list[str]
-    api_url: str
-    acks: list[Ack] = field(default_factory=list)
-    refused: int = 0
-    refusals: Counter[str] = field(default_factory=Counter)
-    errors: list[str] = field(default_factory=list)
-    _next: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, bases: list[str], api_url: str) -> None:
+        super().__init__(bases)
+        self.api_url = api_url
 
     def _post(self, body: str, kind: str) -> tuple[int, str]:
         ts = str(int(time.time()))
@@ -133,9 +112,7 @@ class SlackUsers:
                           hashlib.sha256).hexdigest()
         headers = {"Content-Type": "application/x-www-form-urlencoded",
                    "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
-        with self._lock:
-            start = self._next
-            self._next += 1
+        start = self.next_replica()
         for attempt in range(len(self.bases) * 60):  # ~30 s: a replica restarting
             replica = (start + attempt) % len(self.bases)
             request = urllib.request.Request(self.bases[replica] + "/slack/events",
@@ -148,17 +125,20 @@ class SlackUsers:
             except urllib.error.HTTPError as exc:
                 text, status = exc.read().decode(errors="replace"), exc.code
             except (ConnectionError, urllib.error.URLError, TimeoutError) as exc:
-                with self._lock:
-                    self.refused += 1
-                    self.refusals[f"{type(exc).__name__}: {exc}"[:80]] += 1
-                time.sleep(0.25)
+                self.refuse(exc)
                 continue
-            ms = (time.monotonic() - began) * 1000
-            with self._lock:
-                self.acks.append(Ack(began, ms, kind, status, replica))
+            self.record(Ack(began, (time.monotonic() - began) * 1000, kind, status, replica))
             return status, text
         self.errors.append(f"{kind}: no replica answered")
         return 0, ""
+
+    def investigate(self, n: int, channel: str, text: str) -> tuple[int, str | None]:
+        """``/ghost investigate``: (HTTP status, the session id its ack names)."""
+        status, body = self.slash(channel, text)
+        return status, session_in(body) if status == 200 else None
+
+    def click_card(self, card: dict[str, Any]) -> tuple[int, str]:
+        return self.click(str(card["channel"]), card["_approval"], str(card["ts"]))
 
     def slash(self, channel: str, text: str) -> tuple[int, str]:
         return self._post(urlencode({
@@ -182,3 +162,72 @@ def session_in(text: str) -> str | None:
     """The session id an ack names (`` `sid` ``), if any."""
     m = _SID.search(text)
     return m.group(1) if m else None
+
+
+class SlackChat:
+    """The drill's Slack: the mock Web API (``start``), Ghost's settings for it (``env``), the
+    users (``users``), and the accounting of what reached the threads."""
+
+    name = "slack"
+    fault_names = {"slack429": "slack_429", "slack500": "slack_500"}
+
+    def __init__(self, faults: Faults, channels: list[str]) -> None:
+        self.fake = ChaosSlack(faults, channels)
+
+    def start(self) -> None:
+        self.fake.start()
+
+    def stop(self) -> None:
+        self.fake.stop()
+
+    def env(self) -> dict[str, str]:
+        return {"SLACK_BOT_TOKEN": "xoxb-chaos", "SLACK_SIGNING_SECRET": SECRET,
+                "SLACK_API_URL": self.fake.base_url}
+
+    def replica_env(self, port: int) -> dict[str, str]:
+        return {}
+
+    def users(self, bases: list[str]) -> SlackUsers:
+        return SlackUsers(bases, self.fake.base_url)
+
+    def cards(self) -> list[dict[str, Any]]:
+        return self.fake.cards()
+
+    def uploads(self) -> int:
+        return len([c for c in self.fake.called("files.completeUploadExternal")
+                    if "_fault" not in c.args])
+
+    def settled(self, store: Any, completed: list[str]) -> bool:
+        """Each completed investigation's RCA reached Slack."""
+        return self.uploads() >= len(completed)
+
+    def faulted_line(self) -> str:
+        return f"Slack answered {self.fake.faulted['429']}×429, {self.fake.faulted['500']}×500"
+
+    def keep(self, tmp: Any) -> None:
+        (tmp / "slack_calls.json").write_text(json.dumps(
+            [{"method": c.method, "at": c.at, "args": c.args} for c in self.fake.calls],
+            default=str, indent=1))
+
+    def root_times(self, started: list[Any], acks: dict[int, float]) -> list[float]:
+        """Seconds from each slash command's ack to its thread root reaching Slack."""
+        posts = self.fake.called("chat.postMessage")
+        out: list[float] = []
+        for inv in started:
+            acked = acks.get(inv.n)
+            roots = [c.at for c in posts if "_fault" not in c.args
+                     and not c.args.get("thread_ts") and f"`{inv.session_id}`" in json.dumps(
+                         c.args)]
+            if acked is not None and roots:
+                out.append(roots[0] - acked)
+        return out
+
+    def thread_posts(self, started: list[Any], store: Any, kills: int = 0) -> tuple[Any, Any]:
+        from benchmarks.chaos_kit.account import thread_posts
+
+        return thread_posts(started, store, self.fake)
+
+    def rca_times(self, started: list[Any]) -> list[float]:
+        from benchmarks.chaos_kit.account import rca_times
+
+        return rca_times(started, self.fake)

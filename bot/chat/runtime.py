@@ -211,16 +211,19 @@ class ChatRuntime:
         crash (:class:`storage.investigations.AlreadySeen`)."""
         from core.engine.history import user_text
         from core.engine.loop import new_engine_state
+        from storage.db import acking
 
         ref: dict[str, Any] = dict(conversation_ref or {})
         ref["root"] = {"state": ROOT_PENDING, **({"in_thread": True} if thread else {})}
         if reply_to:
             ref["reply_to"] = reply_to
-        inv = self.store.create_investigation(
-            symptom=symptom, model=self.model, audit_dir=self.audit_dir, requested_by=user,
-            platform=platform, channel_ref=channel, thread_ref=thread, status="queued",
-            conversation_ref=ref, engine_state=new_engine_state(started_at=utc_now()),
-            turns=[("user", user_text(symptom))], event_key=event_key)
+        with acking():  # its ack waits for this write: ahead of the workers' (SQLite)
+            inv = self.store.create_investigation(
+                symptom=symptom, model=self.model, audit_dir=self.audit_dir,
+                requested_by=user, platform=platform, channel_ref=channel, thread_ref=thread,
+                status="queued", conversation_ref=ref,
+                engine_state=new_engine_state(started_at=utc_now()),
+                turns=[("user", user_text(symptom))], event_key=event_key)
         return str(inv.session_id)
 
     def opened(self, session_id: str) -> None:

@@ -131,6 +131,9 @@ def _background(services: Any, settings: Settings, stop: threading.Event, *,
 
     runtime = services.runtime
     runtime.background()  # roots right after the ack; posts sent off the workers' threads
+    edits = getattr(services.port, "background", None)  # Teams: card edits off them too
+    if edits is not None:
+        edits()
     owner = worker_id("serve" if run_worker else "web")
     jobs = PeriodicJobs(store=services.store, shell_for=runtime.shell_for,
                         close_card=runtime.close_card, owner=owner,

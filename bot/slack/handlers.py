@@ -44,7 +44,7 @@ from bot.slack.failures import SLACK_HINTS
 from bot.slack.port import SlackPort
 from core.errors import GhostError, UnknownInvestigation
 from core.session_state import iso_utc, utc_now
-from storage.db import transient_cause
+from storage.db import acking, transient_cause
 
 log = logging.getLogger(__name__)
 PLATFORM = "slack"
@@ -173,8 +173,9 @@ class Handlers:
         """One entry in the investigation's inbox, before the ack (one row update)."""
         self.store.get_investigation(session_id)  # UnknownInvestigation before any ack
         entry = {**item, "at": iso_utc(utc_now())}
-        self.store.change_conversation_ref(session_id, lambda ref: ref.setdefault(
-            "inbox", {}).setdefault(key, entry))
+        with acking():  # the ack waits for it: ahead of the workers' writes (SQLite)
+            self.store.change_conversation_ref(session_id, lambda ref: ref.setdefault(
+                "inbox", {}).setdefault(key, entry))
         return session_id, key
 
     def apply(self, session_id: str, key: str) -> str | None:
@@ -294,8 +295,9 @@ class Handlers:
                 "new_command": request.new_command,
                 "channel": (body.get("channel") or {}).get("id"), "at": iso_utc(utc_now())}
         sid = str(approval.session_id)
-        self.store.change_conversation_ref(sid, lambda ref: ref.setdefault(
-            "inbox", {}).setdefault(key, item))
+        with acking():
+            self.store.change_conversation_ref(sid, lambda ref: ref.setdefault(
+                "inbox", {}).setdefault(key, item))
         return sid, key
 
     def _decide_recorded(self, recorded: tuple[str, str] | None, request: DecisionRequest,

@@ -22,10 +22,12 @@ redelivers is applied by the ``reconcile`` job. Applying is idempotent as in Sla
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import re
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -63,7 +65,7 @@ from bot.teams.port import (
 )
 from core.errors import GhostError, UnknownInvestigation
 from core.session_state import iso_utc, utc_now
-from storage.db import transient_cause
+from storage.db import acking, transient_cause
 from storage.investigations import AlreadySeen
 
 log = logging.getLogger(__name__)
@@ -93,7 +95,7 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         self.decider = decider
         self.port = port
         self.store = runtime.store
-        self._after: set[asyncio.Task[None]] = set()
+        self._after: set[asyncio.Future[None]] = set()
         runtime.appliers[PLATFORM] = self.reconcile_entry
 
     # ------------------------------------------------------------------ the turn
@@ -107,9 +109,9 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
             await super().on_turn(turn_context)
         finally:
             AFTER_RESPONSE.reset(token)
-            if queue:
-                task = asyncio.get_running_loop().create_task(
-                    asyncio.to_thread(_run_after_response, queue))
+            if queue:  # on threads of their own (see AFTER_POOL), in this request's context
+                task = asyncio.get_running_loop().run_in_executor(
+                    AFTER_POOL, contextvars.copy_context().run, _run_after_response, queue)
                 self._after.add(task)
                 task.add_done_callback(self._after.discard)
 
@@ -190,7 +192,8 @@ class GhostTeamsBot(TeamsActivityHandler):  # type: ignore[misc]
         clicked = CLICKED_IN.get()  # where it was clicked: whoever applies it later judges
         entry = {**item, "at": iso_utc(utc_now()),  # membership as the request showed it
                  **({"channel": clicked[1]} if clicked else {})}
-        self.store.remember_event(key, inbox=(session_id, key, entry))
+        with acking():  # the answer waits for it: ahead of the workers' writes (SQLite)
+            self.store.remember_event(key, inbox=(session_id, key, entry))
         return key
 
     def _cancel_or_resume(self, verb: str, rest: str, user: str, key: str | None) -> str:
@@ -478,6 +481,13 @@ def event_key(activity: Activity) -> str | None:
         return None
     conversation = activity.conversation.id if activity.conversation else ""
     return f"teams:{conversation}:{activity.id}"[:255]
+
+
+#: The threads that send what requests queued for after their response. Not the loop's default
+#: executor: a post waits (``LoopThread.run``) for a coroutine whose HTTP call runs on that
+#: executor (msrest), so with every default thread holding a post, none was left for the
+#: calls and twenty mentions at once left status cards unposted for a minute (issue 34).
+AFTER_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="teams-after")
 
 
 def _run_after_response(queue: list[Callable[[], object]]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -20,6 +21,10 @@ class LoopThread:
 
     def __init__(self, name: str = "ghost-teams-loop") -> None:
         self.loop = asyncio.new_event_loop()
+        # the handlers' blocking work (``asyncio.to_thread``) and msrest's HTTP calls share the
+        # default executor: a burst of requests must not leave the calls without a thread
+        self.loop.set_default_executor(ThreadPoolExecutor(max_workers=32,
+                                                          thread_name_prefix="teams-io"))
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 

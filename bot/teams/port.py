@@ -39,6 +39,7 @@ from bot.chat.help_text import teams_words
 from bot.chat.outbox import NothingSent, transient
 from bot.chat.ports import Thread
 from bot.chat.prompt_wording import Prompt
+from bot.chat.pump import Pump
 from bot.chat.status import StatusView
 from bot.teams import cards
 from bot.teams.files import ChannelFiles, FilesRefused
@@ -232,6 +233,33 @@ class TeamsPort:
         self.loop = loop
         self.policy = policy
         self.delivery = delivery or Delivery()
+        #: card edits sent by threads of their own (``background``); None: by the caller
+        self.edits: Pump | None = None
+        self._latest: dict[str, Callable[[], object]] = {}
+        self._latest_lock = threading.Lock()
+
+    def background(self, threads: int = 4) -> None:
+        """``ghost serve`` / ``ghost worker``: status-card and approval-card edits go out from
+        threads of their own, the newest edit of a card winning, so a worker never sleeps in
+        the conversation's pace (about a second) before its next step — an approved command
+        waited behind the status card's edit (issue 34)."""
+        self.edits = Pump(self._edit_now, threads=threads, name="teams-edits")
+
+    def _edit(self, activity_id: str, edit: Callable[[], object]) -> None:
+        """Edit a card now, or hand the edit to ``edits`` (an older one not sent yet is
+        dropped: only the newest content of a card matters)."""
+        if self.edits is None:
+            edit()
+            return
+        with self._latest_lock:
+            self._latest[activity_id] = edit
+        self.edits(activity_id)
+
+    def _edit_now(self, activity_id: str) -> None:
+        with self._latest_lock:
+            edit = self._latest.pop(activity_id, None)
+        if edit is not None:
+            edit()  # a failure is logged by the pump; the card's next edit replaces it
 
     # ------------------------------------------------------------------ plumbing
     def _inv(self, session_id: str) -> Any:
@@ -327,7 +355,8 @@ class TeamsPort:
         status_id = (inv.conversation_ref or {}).get(STATUS_ID)
         content = cards.status_card(view, names_for(inv.conversation_ref))
         if status_id:
-            self._update(inv, card_activity(content, str(status_id)))
+            self._edit(str(status_id), partial(self._update, inv,
+                                               card_activity(content, str(status_id))))
         else:
             self.post_status(inv, view)
 
@@ -359,7 +388,8 @@ class TeamsPort:
         inv = self._inv(str(ref["session_id"]))
         content = cards.approval_card(self.teams_card(card), outcome,
                                       names=names_for(inv.conversation_ref))
-        self._update(inv, card_activity(content, str(ref["activity_id"])))
+        activity_id = str(ref["activity_id"])
+        self._edit(activity_id, partial(self._update, inv, card_activity(content, activity_id)))
 
     def post_prompt(self, thread: Thread, prompt: Prompt) -> dict[str, Any]:
         inv = self._inv(thread.session_id)

@@ -79,11 +79,13 @@ class Request:
     json: Any = field(default=None)
 
 
-Route = Callable[[Request], tuple[int, Any]]
+#: ``route(request)`` -> (status, JSON body) or (status, JSON body, extra headers)
+Route = Callable[[Request], tuple[Any, ...]]
 
 
 class JsonServer(ThreadingHTTPServer):
-    """Answers every request with ``route(request) -> (status, JSON body)``; records them."""
+    """Answers every request with ``route(request) -> (status, JSON body[, headers])``;
+    records them."""
 
     daemon_threads = True
 
@@ -124,11 +126,13 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 pass
         self.server.requests.append(request)
-        status, payload = self.server.route(request)
+        status, payload, *extra = self.server.route(request)
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (extra[0] if extra else {}).items():  # e.g. a 429's Retry-After
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
