@@ -105,10 +105,12 @@ SIGNALS_V2: dict[str, Signal] = {
     # the probe's port answers with a reset or not at all (metrics: special)
     "lb_probe_port_down": Signal(_ci(r"refused|\bRST\b|no listener|nothing listens|"
                                      r"flow_allowed_no_reply|lets flows in and never answers")),
-    # the clients meet a deny: a rule's, or the default DenyAllInBound that outputs name
-    # without naming the backends' NSG
+    # a verdict denies the clients (IP flow verify, the flow log), by a rule or by the default
+    # DenyAllInBound, which verdicts name without naming the backends' NSG; a rule listing
+    # shows DenyAllInBound in every NSG and evaluates nothing
     "lb_inbound_blocked": Signal(
-        _cs(r"\bDeny\b|UserRule_|DefaultRule_Deny|" + _FLOW_DENIED),
+        _cs(r"(?is:\bruleName\b.*\bDeny\b|\bDeny\b.*\bruleName\b)|UserRule_|"
+            r"DefaultRule_Deny|" + _FLOW_DENIED),
         alone=_ci(r"ruleName\W+(?:defaultSecurityRules/)?DenyAllInBound\b|"
                   r"DefaultRule_DenyAllInBound\b")),
     # the name does not resolve (NXDOMAIN), or the zone group is empty (special: the public
