@@ -95,19 +95,22 @@ def test_a_format_2_signal_reads_what_the_lab_answers(name: str, command: str, s
     assert shows_fault(scenario.truth, command, _answer(scenario, command)) is shows, why
 
 
-# forensic findings as the engine titles them (forensics/findings*.py, flowlogs_findings*.py)
+# findings as the engines title them (forensics/findings*.py, flowlogs_findings*.py; the
+# flow-log lines as `ghost-forensics flowlogs` printed them on lb-probe-blocked's blobs)
 FINDINGS: list[tuple[str, str, str, bool]] = [
     ("lb-probe-port-down", "cat summary.md",
      "1. **[HIGH] 4 TCP connection attempts to 10.1.3.4:8081 refused with RST**", True),
     ("latency", "cat summary.md",
      "1. **[MEDIUM] Slow TCP handshakes: median 215 ms over 84 connections**", True),
-    ("firewall-rule-deny", "ghost-forensics flowlogs report.md",
-     "| 1 | high | `flow_one_way` | Nothing comes back from 203.0.113.60:5432/TCP |", True),
-    ("lb-probe-blocked", "ghost-forensics flowlogs report.md",
-     "| 1 | critical | `flow_denied` | 168.63.129.16 -> 10.1.3.4:8080/TCP denied by "
-     "UserRule_deny-all-inbound |", True),
-    ("lb-probe-blocked", "ghost-forensics flowlogs report.md",
-     "| 1 | high | `flow_denied` | 198.51.100.9 -> 10.1.1.4:22/TCP denied |", False),
+    ("firewall-rule-deny", "ghost-forensics flowlogs blobs/*.json",
+     " 2. HIGH     Nothing comes back from 203.0.113.60:5432/TCP: 39 flow records one way from "
+     "10.2.1.4, 13:50–14:19 UTC", True),
+    ("lb-probe-blocked", "ghost-forensics flowlogs blobs/*.json",
+     " 1. HIGH     UserRule_deny-all-inbound denied 168.63.129.16 → 10.1.3.4:8080/TCP and "
+     "10.1.3.5:8080/TCP, 13:02–13:40 UTC (78 flow records)", True),
+    ("lb-probe-blocked", "cat flowlogs_report.md",
+     "| 1 | high | `flow_denied` | UserRule_deny-ssh denied 198.51.100.9 → 10.1.1.4:22/TCP, "
+     "13:02–13:40 UTC (4 flow records) |", False),
 ]
 
 
