@@ -94,8 +94,9 @@ def _ci(pattern: str) -> re.Pattern[str]:
 _DENY = Signal(_cs(r"\bDeny\b|UserRule_|DefaultRule_Deny|NetworkSecurityRule"))
 _DOWN = Signal(_ci(r"\bdeallocated\b|\bstopped\b|not running|VmNotRunning|"
                    r"requires the VM to be running"))
-#: a denied flow in a VNet flow log: the analyser's findings, or a raw tuple in state D
-_FLOW_DENIED = r"flow_denied|flow_one_way|,[IO],D,"
+#: a denied flow in a VNet flow log: the analyser's findings (their ids in its report, their
+#: titles on the terminal: "… denied …", "Nothing comes back from …"), or a raw tuple in state D
+_FLOW_DENIED = r"flow_denied|flow_one_way|Nothing comes back from|,[IO],D,"
 #: a figure of 20 ms or more (one Azure region answers in a few ms)
 _SLOW_MS = r"(?:[2-9]\d|[1-9]\d{2,})(?:\.\d+)?"
 SIGNALS_V2: dict[str, Signal] = {
@@ -124,7 +125,8 @@ SIGNALS_V2: dict[str, Signal] = {
     "private_endpoint_not_approved": Signal(_cs(r"\b(?:Pending|Rejected|Disconnected)\b")),
     # a firewall Deny, its default action, the proxy's 470, or a flow log's denied/one-way flow
     "firewall_rule_deny": Signal(
-        _ci(r"\bDeny\b|default (?:action|deny)|No rule matched|\b470\b|" + _FLOW_DENIED),
+        _ci(r"\bDeny\b|\bdenied\b|default (?:action|deny)|No rule matched|\b470\b|"
+            + _FLOW_DENIED),
         alone=_ci(r"No rule matched\. Proceeding with default action")),
     # words of the exhaustion (metrics' Failed count: special)
     "snat_exhaustion": Signal(_ci(r"SNAT (?:port )?exhaust\w*|snat_exhaustion|"
