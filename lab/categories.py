@@ -18,8 +18,10 @@ CATEGORIES_V2: tuple[str, ...] = (
     "lb_probe_blocked", "lb_probe_port_down", "lb_inbound_blocked", "private_endpoint_dns",
     "private_endpoint_not_approved", "firewall_rule_deny", "snat_exhaustion", "latency",
 )
+#: what starts a custom category's name (not part of the words that name it)
+CUSTOM_PREFIX = "x-"
 #: ``x-`` then [a-z0-9]+ words joined by ``-`` or ``_`` (e.g. ``x-dns-ttl-stale``)
-CUSTOM_RE = re.compile(r"^x-[a-z0-9]+(?:[-_][a-z0-9]+)*$")
+CUSTOM_RE = re.compile(r"^" + re.escape(CUSTOM_PREFIX) + r"[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 
 
 def is_custom(category: str) -> bool:
@@ -48,5 +50,5 @@ def category_problem(category: object, fmt: int) -> str | None:
 def category_words(category: str) -> list[str]:
     """The words that name ``category`` in prose: ``nsg_deny`` -> [nsg, deny]; a custom
     ``x-dns-ttl-stale`` -> [dns, ttl, stale] (the ``x-`` is not part of its name)."""
-    text = category[2:] if is_custom(category) else category
-    return [w for w in re.split(r"[-_]", text) if w]
+    text = category[len(CUSTOM_PREFIX):] if category.startswith(CUSTOM_PREFIX) else category
+    return [w for w in re.split(r"[\s_-]+", text) if w]

@@ -1,16 +1,19 @@
 """Everything the scorer knows about a truth category, in one place.
 
 A category (``truth.category``) is named by its words (``nsg_deny`` → "nsg deny"; a custom
-``x-dns-ttl-stale`` → "dns ttl stale"), and each built-in one has a **fault signal**: what a
-record's own output says when it shows that fault — the ``Deny`` of IP flow verify or of a rule
-row, the next hop ``None``, ``VM deallocated``, a peering ``Disconnected``, a capture finding.
-A record shows the fault only when its output says so about the faulty thing, not because it
-mentions the thing (an activity-log listing names a rule it never evaluates). A category
-without an entry here (a custom ``x-…`` one, or one a newer lab format adds before its entry)
-falls back to the generic rule: a truth marker in the output of a record that evaluates state.
+``x-dns-ttl-stale`` → "dns ttl stale"; the words themselves come from :mod:`lab.categories`,
+which validation shares), and each built-in one has a **fault signal**: what a record's own
+output says when it shows that fault — the ``Deny`` of IP flow verify or of a rule row, the next
+hop ``None``, ``VM deallocated``, a peering ``Disconnected``, a probe refused, a private endpoint
+connection ``Pending``, a metric that counts failures, a capture finding. A record shows the
+fault only when its output says so about the faulty thing, not because it mentions the thing (an
+activity-log listing names a rule it never evaluates). A custom ``x-…`` category has no entry
+here and falls back to the generic rule: a truth marker in the output of a record that
+evaluates state.
 
 To add a category: an entry in :data:`SIGNALS` (and a ``special`` check where the fault is an
-absence, such as a missing DNS link); nothing else in the scorer changes.
+absence or a figure, such as a missing DNS link or a metric's failed count); nothing else in the
+scorer changes.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lab.categories import category_words
+from lab.eval import metric_points
+
 if TYPE_CHECKING:
     from lab.scenario import Truth
 
 HEALTHY = "healthy"
-CUSTOM_PREFIX = "x-"
 
 
 def is_healthy(category: str) -> bool:
@@ -36,8 +41,7 @@ def is_healthy(category: str) -> bool:
 
 def words(category: str) -> list[str]:
     """``nsg_deny`` → [nsg, deny]; ``x-dns-ttl-stale`` → [dns, ttl, stale]."""
-    body = category[len(CUSTOM_PREFIX):] if category.startswith(CUSTOM_PREFIX) else category
-    return [w for w in re.split(r"[\s_-]+", body) if w]
+    return category_words(category)
 
 
 def names_category(text: str, category: str) -> bool:
@@ -70,10 +74,13 @@ def refers_to_category(text: str, category: str) -> bool:
 @dataclass(frozen=True)
 class Signal:
     """What an output unit says when it shows the fault; ``marker``: the unit (or the
-    record's command) must also name the faulty thing."""
+    record's command) must also name the faulty thing; ``alone``: what shows the fault
+    whatever the unit names (a verdict of the default deny rule, a name that does not resolve:
+    outputs that never name the resource at fault)."""
 
     pattern: re.Pattern[str]
     marker: bool = True
+    alone: re.Pattern[str] | None = None
 
 
 def _cs(pattern: str) -> re.Pattern[str]:
@@ -87,6 +94,48 @@ def _ci(pattern: str) -> re.Pattern[str]:
 _DENY = Signal(_cs(r"\bDeny\b|UserRule_|DefaultRule_Deny|NetworkSecurityRule"))
 _DOWN = Signal(_ci(r"\bdeallocated\b|\bstopped\b|not running|VmNotRunning|"
                    r"requires the VM to be running"))
+#: a denied flow in a VNet flow log: the analyser's findings (their ids in its report, their
+#: titles on the terminal: "… denied …", "Nothing comes back from …"), or a raw tuple in state D
+_FLOW_DENIED = r"flow_denied|flow_one_way|Nothing comes back from|,[IO],D,"
+#: a figure of 20 ms or more (one Azure region answers in a few ms)
+_SLOW_MS = r"(?:[2-9]\d|[1-9]\d{2,})(?:\.\d+)?"
+SIGNALS_V2: dict[str, Signal] = {
+    # a rule (or the flow log) denies the probe's flow; the probe's source is a marker
+    "lb_probe_blocked": Signal(_cs(r"\bDeny\b|UserRule_|DefaultRule_Deny|(?i:\bdenied\b)|"
+                                   + _FLOW_DENIED)),
+    # the probe's port answers with a reset or not at all (metrics: special)
+    "lb_probe_port_down": Signal(_ci(r"refused|\bRST\b|no listener|nothing listens|"
+                                     r"flow_allowed_no_reply|lets flows in and never answers")),
+    # a verdict denies the clients (IP flow verify, the flow log), by a rule or by the default
+    # DenyAllInBound, which verdicts name without naming the backends' NSG; a rule listing
+    # shows DenyAllInBound in every NSG and evaluates nothing
+    "lb_inbound_blocked": Signal(
+        _cs(r"(?is:\bruleName\b.*\bDeny\b|\bDeny\b.*\bruleName\b)|UserRule_|"
+            r"DefaultRule_Deny|" + _FLOW_DENIED),
+        alone=_ci(r"ruleName\W+(?:defaultSecurityRules/)?DenyAllInBound\b|"
+                  r"DefaultRule_DenyAllInBound\b")),
+    # the name does not resolve (NXDOMAIN), or the zone group is empty (special: the public
+    # address answered, an empty zone-group list)
+    "private_endpoint_dns": Signal(
+        _ci(r"NXDOMAIN|server can't find|DnsResolution|Name or service not known|"
+            r"Could not resolve host"),
+        alone=_ci(r"NXDOMAIN|server can't find|\bDnsResolution\b|Name or service not known|"
+                  r"Could not resolve host")),
+    # privateLinkServiceConnectionState.status other than Approved
+    "private_endpoint_not_approved": Signal(_cs(r"\b(?:Pending|Rejected|Disconnected)\b")),
+    # a firewall Deny, its default action, the proxy's 470, or a flow log's denied/one-way flow
+    "firewall_rule_deny": Signal(
+        _ci(r"\bDeny\b|\bdenied\b|default (?:action|deny)|No rule matched|\b470\b|"
+            + _FLOW_DENIED),
+        alone=_ci(r"No rule matched\. Proceeding with default action")),
+    # words of the exhaustion (metrics' Failed count: special)
+    "snat_exhaustion": Signal(_ci(r"SNAT (?:port )?exhaust\w*|snat_exhaustion|"
+                                  r"out of SNAT ports")),
+    # a figure of added time: slow handshakes, a connection check's or ping's average
+    "latency": Signal(_ci(r"slow TCP handshakes|\"avgLatencyInMs\": " + _SLOW_MS + r"\b|"
+                          r"rtt min/avg/max/mdev = [\d.]+/" + _SLOW_MS + r"/|"
+                          r"\btime=" + _SLOW_MS + r" ms"), marker=False),
+}
 SIGNALS: dict[str, Signal] = {
     "nsg_deny": _DENY,
     "nic_nsg_deny": _DENY,
@@ -115,6 +164,7 @@ SIGNALS: dict[str, Signal] = {
     "extension_missing": Signal(_ci(r"ExtensionMissing|ExtensionNotInstalled|not installed|"
                                     r"\"extensions\":\s*(?:null|\[\])|extension\w*\W+missing|"
                                     r"missing\W+\w*\s*extension")),
+    **SIGNALS_V2,
 }
 #: records that list what changed or what exists, and evaluate nothing: they never show a fault
 INVENTORY = _ci(r"^az\s+(?:monitor\s+activity-log|resource\s+(?:list|show)|group\s+(?:list|show)"
@@ -205,6 +255,8 @@ def shows_fault(truth: Truth, command: str, output: str) -> bool:
         return any(_named(output, m) for m in marks)
     in_command = [m for m in ids if _named(command, m)]
     for unit in _units(output):
+        if signal.alone is not None and signal.alone.search(unit):
+            return True
         named = [m for m in ids if _named(unit, m)]
         if signal.marker and ids and not (named or in_command):
             continue
@@ -224,7 +276,36 @@ def _dns_link_missing(truth: Truth, command: str, output: str) -> bool:
     return any(_named(output, a) for a in addresses)
 
 
-_SPECIAL: dict[str, Any] = {"private_dns_link_missing": _dns_link_missing}
+def _named_in_command(truth: Truth, command: str) -> bool:
+    return any(_named(command, m) for m in identities(truth))
+
+
+def _endpoint_dns(truth: Truth, command: str, output: str) -> bool:
+    """A private endpoint's DNS fault is often an absence: its zone-group list is empty, or a
+    lookup answers with the public address (a truth keyword that is an IPv4 address)."""
+    if re.search(r"private-endpoint\s+dns-zone-group\s+list", command) and \
+            _named_in_command(truth, command):
+        try:
+            return bool(json.loads(output) == [])
+        except ValueError:
+            return False
+    return _dns_link_missing(truth, command, output)
+
+
+def _probe_port_down(truth: Truth, command: str, output: str) -> bool:
+    """Health Probe Status 0 of the load balancer the command names."""
+    return _named_in_command(truth, command) and metric_points.backend_down(output)
+
+
+def _snat_failed(truth: Truth, command: str, output: str) -> bool:
+    """SNAT connections Failed above 0 on the NAT gateway the command names."""
+    return _named_in_command(truth, command) and metric_points.failed_snat(output)
+
+
+_SPECIAL: dict[str, Any] = {"private_dns_link_missing": _dns_link_missing,
+                            "private_endpoint_dns": _endpoint_dns,
+                            "lb_probe_port_down": _probe_port_down,
+                            "snat_exhaustion": _snat_failed}
 
 
 def describe_signal(category: str, truth: Truth) -> str:

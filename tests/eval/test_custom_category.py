@@ -53,14 +53,21 @@ SCENARIO: dict[str, Any] = {
     "replay": "vault-endpoint-waiting.replay.json",
 }
 CLAIM = "The connection of pe-kv-billing to kv-billing waits for approval."
+HERRING = "deny-internet-out on nsg-app blocks billing-vm-01's calls to the vault."
+# The conclusion clears the red herring with what a cited record shows (the rule list names
+# deny-internet-out and its Internet destination): a scorer that reads grounding must see it.
 REPLAY = [
     shell("az network private-endpoint show -g rg-billing -n pe-kv-billing -o json",
-          hypotheses=[hyp("h1", "ACTIVE", CLAIM)]),
+          hypotheses=[hyp("h1", "ACTIVE", CLAIM), hyp("h2", "ACTIVE", HERRING)]),
+    shell("az network nsg rule list -g rg-billing-net --nsg-name nsg-app -o json",
+          hypotheses=[hyp("h1", "CONFIRMED", evidence=["{{audit:0}}"]), hyp("h2", "ACTIVE")],
+          text="pe-kv-billing: status Pending.\nH1 CONFIRMED ({{audit:0}})."),
     complete("The private endpoint pe-kv-billing's connection to kv-billing is Pending: an "
-             "endpoint approval is pending, so it carries no traffic; deny-internet-out does "
-             "not match 10.8.4.5.", confirmed=["h1"],
-             hypotheses=[hyp("h1", "CONFIRMED", evidence=["{{audit:0}}"])],
-             text="pe-kv-billing: status Pending.\nH1 CONFIRMED ({{audit:0}})."),
+             "endpoint approval is pending, so it carries no traffic; deny-internet-out only "
+             "matches Internet destinations, not 10.8.4.5.", confirmed=["h1"], refuted=["h2"],
+             hypotheses=[hyp("h1", "CONFIRMED"), hyp("h2", "REFUTED", evidence=["{{audit:1}}"])],
+             text="deny-internet-out only matches Internet destinations.\n"
+                  "H2 REFUTED ({{audit:1}})."),
 ]
 
 

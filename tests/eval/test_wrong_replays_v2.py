@@ -38,6 +38,9 @@ def test_snat_exhaustion_blamed_on_the_nsg_change_is_unsolved(
     assert "the conclusion blames red herring 'allow-partner-out'" in run.solved_reasons
     assert any(r.startswith("the conclusion does not name the truth (snat_exhaustion: ")
                for r in run.solved_reasons)
+    # the activity log lists the change and evaluates nothing
+    assert not run.evidence and any(r.startswith("no record cited by a CONFIRMED hypothesis "
+                                                 "shows the fault") for r in run.evidence_reasons)
 
 
 def test_a_probe_blocked_outage_blamed_on_maintenance_is_unsolved(
@@ -53,3 +56,24 @@ def test_a_probe_blocked_outage_blamed_on_maintenance_is_unsolved(
     assert run.error is None and not run.solved
     assert "the conclusion blames red herring 'maintenance'" in run.solved_reasons
     assert "the conclusion blames red herring 'redeploy'" in run.solved_reasons
+    assert not run.evidence and any(r.startswith("no record cited by a CONFIRMED hypothesis "
+                                                 "shows the fault") for r in run.evidence_reasons)
+
+
+def test_the_right_endpoint_on_a_record_that_shows_it_healthy_has_no_evidence(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conclusion is right, but the only record cited is the endpoint's own show, which
+    names pe-sql-prod and shows it Approved: naming the faulty thing is not showing the fault
+    (an empty zone group, NXDOMAIN)."""
+    claim = "pe-sql-prod lost its DNS zone group, so sql-orders no longer resolves (NXDOMAIN)."
+    run = _play(tmp_path, monkeypatch, "private-endpoint-dns", [
+        shell("az network private-endpoint show -g rg-data -n pe-sql-prod -o json",
+              hypotheses=[hyp("h1", "ACTIVE", claim)]),
+        complete("The private endpoint pe-sql-prod was re-created without its DNS zone group, "
+                 "so the zone group no longer writes sql-orders and the name answers NXDOMAIN.",
+                 confirmed=["h1"], hypotheses=[hyp("h1", "CONFIRMED", evidence=["{{audit:0}}"])],
+                 text="H1 CONFIRMED ({{audit:0}})."),
+    ])
+    assert run.error is None and run.solved
+    assert not run.evidence and any(r.startswith("no record cited by a CONFIRMED hypothesis "
+                                                 "shows the fault") for r in run.evidence_reasons)
