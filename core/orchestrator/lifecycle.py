@@ -470,7 +470,7 @@ def describe(task: Task, partner: Task | None = None) -> str:
             "completed", "skipped"):
         return "Capture complete; cloud resources and the raw pcap were cleaned up."
     if task.get("cleanup_status") == "partial":
-        return ("Cleanup partial: " + "; ".join(task.get("warnings") or [])
+        return ("Cleanup partial: " + " ".join(task.get("warnings") or [])
                 + " Run cleanup_task again to retry.")
     if task.get("outcome") in ("failed", "timed_out", "cancelled", "abandoned"):
         tail = {"completed": " Cloud resources cleaned up.", "skipped": " Nothing to clean up."}

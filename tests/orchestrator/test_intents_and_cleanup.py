@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from core.orchestrator.backend import CaptureBackendError
+from core.orchestrator.lifecycle import describe
 from core.safety.approval import Decision
 from tests.orchestrator.conftest import World, capture_request
 from tests.orchestrator.fakes import approve
@@ -104,6 +105,9 @@ def test_denied_cleanup_is_partial_and_a_second_request_retries(world: World) ->
     assert res["cleanup_status"] == "partial"
     assert any("not deleted" in w and "may incur charges" in w for w in res["warnings"])
     assert task_id in world.cloud.captures and not world.cloud.blobs
+    status = describe(world.records(task_id)[-1])  # what the Brain and the console show
+    assert status.startswith("Cleanup partial: Resource ") and ".;" not in status
+    assert status.endswith("Run cleanup_task again to retry.")
     retry = world.orchestrator(*approve(1))
     res2 = retry.orchestrate({"intent": "cleanup_task", "task_id": task_id})
     assert res2["cleanup_status"] == "completed" and not world.cloud.captures
