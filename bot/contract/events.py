@@ -45,7 +45,8 @@ def _command_event(record: dict[str, Any]) -> dict[str, Any]:
             "command": record["command"], "classification": record["classification"],
             "status": record["status"], "exit_code": record["exit_code"],
             "duration_ms": record["duration_ms"], "error": record["error"],
-            "action": record["action"], "actor": record["actor"]}
+            "action": record["action"], "actor": record["actor"],
+            "denial_reason": record.get("denial_reason")}
 
 
 def collect(store: Any, inv: Any, cursor: Cursor) -> list[dict[str, Any]]:
@@ -81,6 +82,8 @@ def collect(store: Any, inv: Any, cursor: Cursor) -> list[dict[str, Any]]:
                        "expires_at": when(approval.expires_at),
                        "decided_by": approval.decided_by,
                        "denial_reason": approval.denial_reason,
+                       # a denial is closed once its audit record is written: what it was
+                       "closed_from": (approval.context or {}).get("closed_from"),
                        "decide_command": f"ghost approvals decide {approval.approval_id} "
                                          "approve --as USER"
                        if approval.status == "pending" else None})

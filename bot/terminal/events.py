@@ -120,11 +120,19 @@ def _command(e: Mapping[str, Any]) -> str:
     verdict = e.get("classification") or "?"
     action = {"auto_approved": "ran (auto-approved)", "user_approved": "ran, approved",
               "user_modified": "ran as modified", "denied": "was denied",
-              "blocked": "was blocked"}.get(str(e.get("action")), str(e.get("action") or
-                                                                   e.get("status")))
+              "user_denied": "was denied", "blocked": "was blocked"}.get(
+        str(e.get("action")), str(e.get("action") or e.get("status")))
     who = f" by {e['actor']}" if e.get("actor") and e.get("action") in (
-        "user_approved", "user_modified", "denied") else ""
-    if e.get("error"):
+        "user_approved", "user_modified", "denied", "user_denied") else ""
+    # errors that only repeat how a decision ended: said in words instead of the code
+    undecided = {"approval_expired": "the approval expired",
+                 "user_abandoned": "the approval was abandoned"}
+    if e.get("error") in undecided:
+        return (f"{verdict} `{e.get('command')}` did not run: {undecided[str(e['error'])]} "
+                f"[{e.get('audit_id')}].")
+    if e.get("error") == "user_denied":
+        ended = f" (\"{e['denial_reason']}\")" if e.get("denial_reason") else ""
+    elif e.get("error"):
         ended = f": {e['error']}"
     elif e.get("exit_code") is not None:
         ended = f", exit {e['exit_code']}{_seconds(e.get('duration_ms'))}"
@@ -135,6 +143,8 @@ def _command(e: Mapping[str, Any]) -> str:
 
 def _approval(e: Mapping[str, Any]) -> str:
     status, ident = e.get("status"), e.get("approval_id")
+    if status == "closed" and e.get("closed_from"):  # closed once its audit record exists
+        status = e["closed_from"]
     command = f"`{e.get('command')}`"
     if status == "pending":
         until = f" until {_clock({'at': e['expires_at']}, None)} UTC" \

@@ -115,3 +115,28 @@ def test_watch_reads_as_sentences(tmp_path: Path) -> None:
                     r"turn\(s\)\. RCA: /\S+/ghost_rca_ghost_\d+_\d+\.md$", lines[-1]), lines[-1]
     stamps = [line[:8] for line in lines]
     assert stamps == sorted(stamps)  # in the order things happened
+
+
+def test_watch_says_a_denial_in_words() -> None:
+    """A denied command and its closed approval: who denied it and why, not the codes
+    (it read "`…` user_denied: user_denied" and "`…` closed by root")."""
+    from bot.terminal.events import event_line
+
+    command = {"event": "command", "at": "2026-11-28T20:31:56Z", "classification": "RISKY",
+               "command": "az network watcher packet-capture delete -n cap",
+               "status": "denied", "action": "user_denied", "actor": "bob",
+               "error": "user_denied", "denial_reason": "keep it for the vendor",
+               "audit_id": "s_039", "exit_code": None}
+    line = event_line(command)
+    assert line.endswith('was denied by bob ("keep it for the vendor") [s_039].'), line
+    assert "user_denied" not in line
+    expired = {**command, "action": "user_denied", "error": "approval_expired",
+               "actor": "ghost", "denial_reason": None}
+    assert event_line(expired).endswith("`az network watcher packet-capture delete -n cap` did not "
+                                        "run: the approval expired [s_039].")
+    approval = {"event": "approval", "requested_at": "2026-11-28T20:31:50Z",
+                "status": "closed", "closed_from": "denied", "decided_by": "bob",
+                "denial_reason": "keep it for the vendor", "approval_id": "a1",
+                "command": "az storage blob delete -n cap.pcap"}
+    said = event_line(approval)
+    assert 'denied by bob ("keep it for the vendor") [a1].' in said and "closed" not in said
