@@ -34,6 +34,7 @@ from core.safety.secret_judge import (
     is_secret,
     name_class,
     not_secret_name,
+    setting_under_secret_word,
 )
 from core.safety.secret_names import (
     credential_like,
@@ -233,7 +234,8 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
         else:  # pragma: no cover - the pattern always sets one group
             return whole
         if (not kv_secret(name, value) or name_class(name) == "pointer" or innocent_value(value)
-                or not_secret_name(name) or (name_class(name) == "weak" and enum_like(value))):
+                or not_secret_name(name) or (name_class(name) == "weak" and enum_like(value))
+                or setting_under_secret_word(name, value)):
             return whole  # `authKey: ManagedIdentity`: a weak name with an enum is a setting
         if group == "bare" and text[match.end():match.end() + 1] in ("'", '"'):
             return whole  # SQL's N'…' / E'…': the literal after the prefix is the value
@@ -377,7 +379,8 @@ def _env_pass(text: str, counts: Counter[str]) -> str:
         else:  # pragma: no cover - the pattern always sets one group
             return match.group(0)
         if ("[REDACTED:" in value or not env_secret(match.group("n"), value)
-                or innocent_value(value) or name_class(match.group("n")) == "pointer"):
+                or innocent_value(value) or name_class(match.group("n")) == "pointer"
+                or setting_under_secret_word(match.group("n"), value)):
             return match.group(0)
         return replace_value(match, counts, "secret_value")
     return _ENV_RE.sub(replace, text)
