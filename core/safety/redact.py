@@ -60,6 +60,7 @@ from core.safety.secret_syntax import (
     redact_short_password_options,
     redact_word_pairs,
 )
+from core.safety.secret_templates import redact_bicep_secure
 from core.safety.secret_vault import redact_vault_values
 
 
@@ -431,6 +432,7 @@ def _redact(text: str) -> RedactionResult:
         text = _xml_pass(text, counts)
     text = redact_pairs(text, lower, counts)
     text = redact_command_secrets(text, text.lower(), counts)
+    text = redact_bicep_secure(text, counts)
     # words rather than key=value: directive configs, SQL, escaped JSON, -p of any program
     text = redact_escaped_json(text, counts)
     text = redact_word_pairs(text, text.lower(), counts)
