@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from core.safety.fast_sub import ci_sub
+from core.safety.secret_auth_wire import redact_auth_exchanges
 from core.safety.secret_base64 import redact_base64
 from core.safety.secret_commands import redact_command_secrets
 from core.safety.secret_decoders import redact_decoders
@@ -394,6 +395,7 @@ def redact_with_counts(text: str) -> RedactionResult:
         counts = Counter(result.kinds)
         text = result.text
         text = redact_resp(text, counts)
+        text = redact_auth_exchanges(text, counts)
         text = redact_hex_dumps(text, counts, learned, _inner)
         text = redact_echoes(text, counts, learned)
         return RedactionResult(text, sum(counts.values()), dict(counts))
