@@ -30,7 +30,8 @@ _PACKET_HEAD_RE: Final = re.compile(r"^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,9} ")
 _IMAP_LOGIN_RE: Final = re.compile(
     r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9.]{1,20}[ \t]+LOGIN[ \t]+(?:\"[^\"\r\n]{1,200}\"|\S{1,200})"
     r"[ \t]+(?P<s>\"[^\"\r\n]{1,512}\"|\S{1,512})\r?$")
-_PG_PASSWORD_RE: Final = re.compile(r"p\.\.\.(?P<len>.)(?P<s>[ -~]{1,200})\.[ \t]*\r?$")
+_PG_PASSWORD_RE: Final = re.compile(
+    r"(?<![A-Za-z])p\.\.\.(?P<len>.)(?P<s>[!-~]{1,200})\.[ \t]*\r?$")
 #: How many lines after the verb may still hold the client's answers (headers between them).
 _WINDOW: Final = 24
 

@@ -73,7 +73,7 @@ _SECURE_PAIRS: Final = (("secure", ("value", "string", "object", "settings", "pa
 _MASK_RE: Final = re.compile(
     r"^(?:\[[a-z ]{0,20}(?:hidden|redacted|masked|removed|secret|sensitive|omitted)[a-z ]{0,20}\]"
     r"|<[a-z ]{0,20}(?:hidden|redacted|masked|secret|sensitive|password|key|token)[a-z -]{0,20}>"
-    r"|\*{3,}|x{6,}|X{6,}|•+|\*?SENSITIVE\*DATA\*DELETED\*?|[|>][+-]?[0-9]?)$",
+    r"|\*{3,}|x{6,}|X{6,}|•+|\*?SENSITIVE\*DATA\*DELETED\*?|[|>](?:[+-]?[0-9]?|[0-9][+-]))$",
     re.IGNORECASE)
 _REFERENCE_RE: Final = re.compile(
     r"^(?:@Microsoft\.KeyVault\(|\[[A-Za-z]{2,30}\(|\$\(|\$\{|\{\{|%[A-Za-z_][A-Za-z0-9_]*%$"

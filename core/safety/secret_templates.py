@@ -34,7 +34,8 @@ def redact_bicep_secure(text: str, counts: Counter[str]) -> str:
     def replace(match: re.Match[str]) -> str:
         group = "s" if match.group("s") is not None else "m"
         value = match.group(group)
-        if "[REDACTED:" in value or innocent_value(value) or value.startswith("${"):
+        if "[REDACTED:" in value or not value.strip() or (
+                group == "s" and innocent_value(value)):
             return match.group(0)
         learn(value, "secret_value")
         counts["secret_value"] += 1
