@@ -58,12 +58,14 @@ _POSITIONAL: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("az -p", re.compile(r"(?<![\w.-])az[ \t][^\r\n|;]{0,400}?[ \t]-p(?:[ \t]+|=)"
                          r"(?![A-Za-z_][A-Za-z0-9_.\-]{0,100}=)(?P<s>" + _WORD + r")")),
 )
-#: A `NAME=VALUE` word of a command line (after a blank or an opening quote).
+#: A `NAME=VALUE` word of a command line (after a blank or an opening quote, consumed rather
+#: than looked behind at: twice as fast on megabytes of output).
 _ARG_PAIR_RE: Final = re.compile(
-    r"(?<=[ \t\"'])(?P<n>[A-Za-z_][A-Za-z0-9_.\-]{0,100})=(?P<s>'[^'\r\n]{1,512}'"
+    r"[ \t\"'](?P<n>[A-Za-z_][A-Za-z0-9_.\-]{0,100}+)=(?P<s>'[^'\r\n]{1,512}'"
     r"|\"[^\"\r\n]{1,512}\"|[^\s'\"|;&`]{1,512})")
 _ARG_NEEDLES: Final = ("pass", "pwd", "secret", "token", "key", "cred", "auth", "sig", "psk",
                        "sas", "cookie", "pat", "pin", "otp")
+_ARG_NEEDLE_RE: Final = re.compile("(?i)" + "|".join(_ARG_NEEDLES))
 #: cloud-init `chpasswd: list: |` blocks: one `user:password` per line.
 _CHPASSWD_LIST_RE: Final = re.compile(
     r"(?m)^[ \t]+(?:-[ \t]+)?[A-Za-z_][A-Za-z0-9_.-]{0,31}:(?P<s>[^\s:]{1,256})[ \t]*$")
@@ -86,8 +88,11 @@ def _call_pair(replace: Callable[[re.Match[str]], str]) -> Callable[[re.Match[st
 def _arg_pair(replace: Callable[[re.Match[str]], str]) -> Callable[[re.Match[str]], str]:
     """`adminPasswordOrKey='x'` on a command line: removed when its name and shape say secret."""
     def judge(match: re.Match[str]) -> str:
+        name = match.group("n")
+        if _ARG_NEEDLE_RE.search(name) is None:
+            return match.group(0)
         value = match.group("s").strip("\"'")
-        if "[REDACTED:" in value or not is_secret(match.group("n"), value):
+        if "[REDACTED:" in value or not is_secret(name, value):
             return match.group(0)
         return replace(match)
     return judge

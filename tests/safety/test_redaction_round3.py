@@ -49,7 +49,7 @@ ARG_PAIRS: list[tuple[str, list[str]]] = [
 YAML_BLOCKS: list[tuple[str, list[str]]] = [
     ("env:\n  - name: sqlAdminPwd\n    value: >-\n      Rr5_mP0xWq-44zT\n  - name: region\n"
      "    value: westeurope\n", ["Rr5_mP0xWq-44zT"]),
-    ("- name: \"API_TOKEN\"\n  value: |+\n\n    tok-ZZ91kk_pp0Q\n    second-9xYq\n", 
+    ("- name: \"API_TOKEN\"\n  value: |+\n\n    tok-ZZ91kk_pp0Q\n    second-9xYq\n",
      ["tok-ZZ91kk_pp0Q", "second-9xYq"]),
     ("variables:\n- name: 'smtpSecret'\n  value: |\n    Lm3!nq_Z8w\n- name: ring\n  value: '2'\n",
      ["Lm3!nq_Z8w"]),
