@@ -8,7 +8,8 @@
 - PostgreSQL PasswordMessage: `p`, a 4-byte length, the password, a NUL. `-A` prints the
   non-printable bytes as dots, so the message is `p....PASSWORD.` at the end of a line; the
   length byte, when printable, must equal the password's length + 5, which ties the match to
-  the protocol rather than to any `p` followed by dots.
+  the protocol rather than to any `p` followed by dots. In a `-X` payload rebuilt from its hex
+  the length bytes are real and must match exactly.
 Work is bounded: a fixed number of lines after each verb, and line-anchored patterns.
 """
 
@@ -32,6 +33,9 @@ _IMAP_LOGIN_RE: Final = re.compile(
     r"[ \t]+(?P<s>\"[^\"\r\n]{1,512}\"|\S{1,512})\r?$")
 _PG_PASSWORD_RE: Final = re.compile(
     r"(?<![A-Za-z])p\.\.\.(?P<len>.)(?P<s>[!-~]{1,200})\.[ \t]*\r?$")
+#: The same message as raw bytes (a `-X` payload rebuilt from its hex): the length is exact.
+_PG_RAW_RE: Final = re.compile(
+    r"(?<![A-Za-z])p\x00\x00(?P<len>[\x00-\xff]{2})(?P<s>[!-~]{1,200})\x00")
 #: How many lines after the verb may still hold the client's answers (headers between them).
 _WINDOW: Final = 24
 
@@ -75,8 +79,21 @@ def _pg_password(line: str) -> re.Match[str] | None:
     return found
 
 
+def _pg_raw(text: str, counts: Counter[str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        size = int.from_bytes(match.group("len").encode("latin-1"), "big")
+        if size != len(match.group("s")) + 5:
+            return match.group(0)
+        learn(match.group("s"), "decoder_secret")
+        counts["decoder_secret"] += 1
+        return match.group(0)[:5] + mark("decoder_secret") + "\x00"
+    return _PG_RAW_RE.sub(replace, text)
+
+
 def redact_auth_exchanges(text: str, counts: Counter[str]) -> str:
     """SASL AUTH answers, IMAP LOGIN and PostgreSQL PasswordMessage passwords in -A output."""
+    if "p\x00\x00" in text:
+        text = _pg_raw(text, counts)
     lower_has_auth = "auth" in text or "AUTH" in text or "LOGIN" in text
     if not lower_has_auth and "p..." not in text:
         return text

@@ -149,6 +149,7 @@ HEX_CASES: list[tuple[bytes, str]] = [
     (b"GET / HTTP/1.1\r\nAuthorization: Basic " + base64.b64encode(b"ops:Xq7_pp.9Lz")
      + b"\r\n\r\n", base64.b64encode(b"ops:Xq7_pp.9Lz").decode()),
     (b"GET / HTTP/1.1\r\nCookie: session=Mz8kQ_p1-77xYtr0Wq\r\n\r\n", "Mz8kQ_p1-77xYtr0Wq"),
+    (b"p\x00\x00\x00\x0fNq4_zz!k7P\x00", "Nq4_zz!k7P"),  # PostgreSQL PasswordMessage
     (b"POST /login HTTP/1.1\r\nContent-Length: 30\r\n\r\nuser=ops&password=Hv6!rt_Q0pz",
      "Hv6!rt_Q0pz"),
 ]
@@ -168,4 +169,9 @@ def test_hex_dump_secret_masked_in_both_columns(payload: bytes, secret: str) -> 
         assert piece not in out and piece.encode().hex() not in hex_after.replace("*", "")
     # the dump keeps its shape: same lines, same offsets
     assert len(out.splitlines()) == len(text.splitlines())
-    assert "Host:" in ascii_after or "Content-Length" in ascii_after or "GET" in ascii_after
+    assert ascii_after.startswith(ascii_before[:40])  # the headers are kept
+
+
+def test_hex_dump_p_message_with_a_wrong_length_is_kept() -> None:
+    text = _dump(_packet(b"p\x00\x00\x00\x2aNq4_zz!k7P\x00"))  # 42 is not 10 + 5: not PG
+    assert redact(text) == text
