@@ -253,8 +253,6 @@ def is_secret(name: str, value: str) -> bool:
         return False
     if normalise_name(name) in ("sessiontoken", "session_token", "x-ms-session-token"):
         return credential_like(value)  # Cosmos DB's is a log position (0:-1#12345)
-    if setting_under_secret_word(name, value):
-        return False
     if cls == "strong":
-        return True
-    return weak_secret_shape(value)
+        return not setting_under_secret_word(name, value)
+    return weak_secret_shape(value)  # rejects enum-like words already
