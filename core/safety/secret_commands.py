@@ -117,7 +117,7 @@ def redact_command_secrets(text: str, lower: str, counts: Counter[str]) -> str:
         text = _STDIN_RE.sub(replace, text)
     if "chpasswd" in lower and "list" in lower:
         text = _CHPASSWD_LIST_RE.sub(replace, text)
-    if "=" in text and any(n in lower for n in _ARG_NEEDLES):
+    if "=" in text:  # each name is checked for a secret word before it is judged
         text = _ARG_PAIR_RE.sub(_arg_pair(replace), text)
     for name, pattern in _POSITIONAL:
         if name == "sqlplus" and not any(p in lower for p in _ORACLE):
