@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from core.safety.fast_sub import ci_sub
+from core.safety.secret_auth_wire import redact_auth_exchanges
 from core.safety.secret_base64 import redact_base64
 from core.safety.secret_commands import redact_command_secrets
 from core.safety.secret_decoders import redact_decoders
@@ -34,6 +35,7 @@ from core.safety.secret_judge import (
     is_secret,
     name_class,
     not_secret_name,
+    setting_under_secret_word,
 )
 from core.safety.secret_names import (
     credential_like,
@@ -59,6 +61,7 @@ from core.safety.secret_syntax import (
     redact_short_password_options,
     redact_word_pairs,
 )
+from core.safety.secret_templates import redact_bicep_secure
 from core.safety.secret_vault import redact_vault_values
 
 
@@ -233,7 +236,8 @@ def _kv_pass(text: str, counts: Counter[str]) -> str:
         else:  # pragma: no cover - the pattern always sets one group
             return whole
         if (not kv_secret(name, value) or name_class(name) == "pointer" or innocent_value(value)
-                or not_secret_name(name) or (name_class(name) == "weak" and enum_like(value))):
+                or not_secret_name(name) or (name_class(name) == "weak" and enum_like(value))
+                or setting_under_secret_word(name, value)):
             return whole  # `authKey: ManagedIdentity`: a weak name with an enum is a setting
         if group == "bare" and text[match.end():match.end() + 1] in ("'", '"'):
             return whole  # SQL's N'…' / E'…': the literal after the prefix is the value
@@ -377,7 +381,8 @@ def _env_pass(text: str, counts: Counter[str]) -> str:
         else:  # pragma: no cover - the pattern always sets one group
             return match.group(0)
         if ("[REDACTED:" in value or not env_secret(match.group("n"), value)
-                or innocent_value(value) or name_class(match.group("n")) == "pointer"):
+                or innocent_value(value) or name_class(match.group("n")) == "pointer"
+                or setting_under_secret_word(match.group("n"), value)):
             return match.group(0)
         return replace_value(match, counts, "secret_value")
     return _ENV_RE.sub(replace, text)
@@ -390,6 +395,7 @@ def redact_with_counts(text: str) -> RedactionResult:
         counts = Counter(result.kinds)
         text = result.text
         text = redact_resp(text, counts)
+        text = redact_auth_exchanges(text, counts)
         text = redact_hex_dumps(text, counts, learned, _inner)
         text = redact_echoes(text, counts, learned)
         return RedactionResult(text, sum(counts.values()), dict(counts))
@@ -428,6 +434,7 @@ def _redact(text: str) -> RedactionResult:
         text = _xml_pass(text, counts)
     text = redact_pairs(text, lower, counts)
     text = redact_command_secrets(text, text.lower(), counts)
+    text = redact_bicep_secure(text, counts)
     # words rather than key=value: directive configs, SQL, escaped JSON, -p of any program
     text = redact_escaped_json(text, counts)
     text = redact_word_pairs(text, text.lower(), counts)

@@ -73,7 +73,7 @@ _SECURE_PAIRS: Final = (("secure", ("value", "string", "object", "settings", "pa
 _MASK_RE: Final = re.compile(
     r"^(?:\[[a-z ]{0,20}(?:hidden|redacted|masked|removed|secret|sensitive|omitted)[a-z ]{0,20}\]"
     r"|<[a-z ]{0,20}(?:hidden|redacted|masked|secret|sensitive|password|key|token)[a-z -]{0,20}>"
-    r"|\*{3,}|x{6,}|X{6,}|•+|\*?SENSITIVE\*DATA\*DELETED\*?|[|>][+-]?[0-9]?)$",
+    r"|\*{3,}|x{6,}|X{6,}|•+|\*?SENSITIVE\*DATA\*DELETED\*?|[|>](?:[+-]?[0-9]?|[0-9][+-]))$",
     re.IGNORECASE)
 _REFERENCE_RE: Final = re.compile(
     r"^(?:@Microsoft\.KeyVault\(|\[[A-Za-z]{2,30}\(|\$\(|\$\{|\{\{|%[A-Za-z_][A-Za-z0-9_]*%$"
@@ -92,6 +92,13 @@ _GUID_RE: Final = re.compile(
     r"^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$")
 _DATE_RE: Final = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9:.+\-Z]{0,30})?$")
 #: Enum-like words: `ManagedIdentity`, `RS256`, `files`, `Standard_LRS`, `AES-256-GCM`.
+#: `20 bytes`, `1.2 KiB`: a size, as `kubectl describe secret|configmap` prints for each key.
+_SIZE_RE: Final = re.compile(r"^[0-9]{1,12}(?:\.[0-9]{1,3})? ?(?:bytes?|B|[KMGT]i?B)$")
+#: A setting's choice: one lowercase word, maybe hyphenated (`keyvault`, `file`, `azure-kv`).
+_SETTING_WORD_RE: Final = re.compile(r"[a-z]{2,24}(?:[-_.][a-z]{2,24}){0,2}")
+#: Last words that still name the secret itself (`api_token_value`, `secret_data`).
+_VALUE_WORDS: Final = frozenset({"value", "values", "data", "string", "text", "plain",
+                                 "plaintext", "raw", "b64", "base64", "encoded", "literal"})
 _ENUM_RE: Final = re.compile(r"^[A-Za-z][A-Za-z]{0,40}[0-9]{0,4}$"
                              r"|^[A-Za-z]{1,20}(?:[_ .-][A-Za-z0-9]{1,20}){1,3}$")
 
@@ -203,7 +210,26 @@ def innocent_value(value: str) -> bool:
         return True  # a path
     if v.startswith(("http://", "https://")) and not any(c in v for c in "@?#"):
         return True  # a plain URL names a place, not a credential
+    if _SIZE_RE.match(v):
+        return True  # `kubectl describe secret`: `password:  20 bytes` is the value's size
     return bool(re.fullmatch(r"[0-9]{1,10}", v))
+
+
+def setting_under_secret_word(name: str, value: str) -> bool:
+    """`secret_backend = keyvault`, `token_store = file`: the secret word only qualifies the key.
+
+    When the key's last word is not itself a secret word, the key names a setting about secrets
+    (where they live, how they are made), and a plain lowercase word is that setting's choice.
+    Judged by the value's shape, so `secret_backend = Zq8!x...` is still removed.
+    """
+    words = name_words(name)
+    if not words or words[-1] in _STRONG_WORDS or words[-1] in _WEAK_WORDS or any(
+            part in words[-1] for part in _STRONG_PARTS) or _glued(words[-1]):
+        return False
+    if words[-1] in _VALUE_WORDS:
+        return False
+    v = value.strip().strip("\"'")
+    return bool(_SETTING_WORD_RE.fullmatch(v))
 
 
 def enum_like(value: str) -> bool:
@@ -228,5 +254,5 @@ def is_secret(name: str, value: str) -> bool:
     if normalise_name(name) in ("sessiontoken", "session_token", "x-ms-session-token"):
         return credential_like(value)  # Cosmos DB's is a log position (0:-1#12345)
     if cls == "strong":
-        return True
-    return weak_secret_shape(value)
+        return not setting_under_secret_word(name, value)
+    return weak_secret_shape(value)  # rejects enum-like words already

@@ -31,6 +31,12 @@ _YAML_PAIR_RE: Final = re.compile(
     r"(?<![A-Za-z0-9_-])name:[ \t]{0,5}(?P<qa>[\"']?)(?P<n>[A-Za-z0-9_.-]{1,100})(?P=qa)"
     r"[ \t]{0,20}\r?\n[ \t]{0,40}(?:-[ \t]{1,5})?value:[ \t]{0,5}"
     r"(?:\"(?P<s>[^\"\r\n]{1,4096})\"|'(?P<s2>[^'\r\n]{1,4096})'|(?P<s3>[^\s#\"'][^\r\n]{0,4095}))")
+#: The same pair with the value in a YAML block scalar (`value: |`, `|-`, `>-`, `>+2`) on the
+#: lines below; `vi` is the indent of the `value:` line, the block is what is indented deeper.
+_YAML_BLOCK_PAIR_RE: Final = re.compile(
+    r"(?<![A-Za-z0-9_-])name:[ \t]{0,5}(?P<qa>[\"']?)(?P<n>[A-Za-z0-9_.-]{1,100})(?P=qa)"
+    r"[ \t]{0,20}\r?\n(?P<vi>[ \t]{0,40})(?:-[ \t]{1,5})?value:[ \t]{0,5}[|>][+-]?[0-9]?[+-]?"
+    r"[ \t]{0,20}(?:#[^\r\n]{0,200})?\r?\n")
 _JSON_NEWLINE_RE: Final = re.compile(
     r"\"(?P<n>[^\"\\\r\n]{1,100})\"[ \t]{0,3}:[ \t]{0,3}\r?\n[ \t]{0,40}"
     r"\"(?P<s>(?:[^\"\\\r\n]|\\.){1,4096})\"")
@@ -121,6 +127,8 @@ def redact_pairs(text: str, lower: str, counts: Counter[str]) -> str:
         text = _YAML_PAIR_RE.sub(
             lambda m: replace_value(m, counts, "secret_value")
             if _setting_value_secret(m.group("n"), _value_span(m)[2]) else m.group(0), text)
+        if "value: |" in lower or "value: >" in lower or "value:|" in lower:
+            text = _yaml_block_pairs(text, counts)
     if '":\n' in text or '": \n' in text or '":\r\n' in text or '": \r\n' in text:
         text = _JSON_NEWLINE_RE.sub(
             lambda m: replace_value(m, counts, "secret_value")
@@ -141,6 +149,47 @@ def redact_pairs(text: str, lower: str, counts: Counter[str]) -> str:
             lambda m: replace_value(m, counts, "cli_secret")
             if not looks_empty(_value_span(m)[2]) else m.group(0), text)
     return text
+
+
+_BLOCK_LINE_LIMIT: Final = 200
+
+
+def _yaml_block_pairs(text: str, counts: Counter[str]) -> str:
+    """`- name: DB_PASSWORD` / `value: >-` / the secret on the deeper-indented lines below."""
+    out: list[str] = []
+    pos = 0
+    for match in _YAML_BLOCK_PAIR_RE.finditer(text):
+        if match.start() < pos:
+            continue
+        indent = len(match.group("vi"))
+        end = match.end()
+        rows: list[tuple[int, int]] = []  # (start, end) of each content line
+        probe = end
+        while len(rows) < _BLOCK_LINE_LIMIT and probe < len(text):
+            stop = text.find("\n", probe)
+            stop = len(text) if stop == -1 else stop
+            line = text[probe:stop].rstrip("\r")
+            if line.strip():
+                if len(line) - len(line.lstrip(" \t")) <= indent:
+                    break
+                rows.append((probe, probe + len(line)))
+            probe = stop + 1
+        value = "\n".join(text[a:b].strip() for a, b in rows)
+        if not rows or not _setting_value_secret(match.group("n"), value):
+            continue
+        out.append(text[pos:end])
+        for number, (a, b) in enumerate(rows):
+            line = text[a:b]
+            pad = line[:len(line) - len(line.lstrip(" \t"))]
+            learn(line.strip(), "secret_value")
+            out.append(text[end if number == 0 else rows[number - 1][1]:a])
+            out.append(pad + (mark("secret_value") if number == 0 else ""))
+        counts["secret_value"] += 1
+        pos = rows[-1][1]
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _count(counts: Counter[str], kind: str) -> str:

@@ -95,6 +95,33 @@ def _mask(lines: list[str], where: list[tuple[int, int, int]], start: int, end: 
         lines[row] = line
 
 
+_MARK_RE: Final = re.compile(r"\[REDACTED:[a-z0-9_]{1,40}\]")
+
+
+def _removed_spans(original: str, redacted: str) -> list[tuple[int, int]]:
+    """Where in `original` the marks of `redacted` stand (the text between marks is kept).
+
+    A secret longer than the echo limit (a 1.5 kB JWT cut over 100 dump lines) is not learned,
+    so its span is found here, by laying the kept text back on the original, in order.
+    """
+    spans: list[tuple[int, int]] = []
+    pieces = _MARK_RE.split(redacted)
+    if len(pieces) < 2 or not original.startswith(pieces[0]):
+        return spans
+    at = len(pieces[0])
+    for piece in pieces[1:]:
+        if not piece:
+            continue  # two marks in a row, or a mark at the end: resolved by the next piece
+        found = original.find(piece, at + 1)
+        if found == -1:
+            return spans
+        spans.append((at, found))
+        at = found + len(piece)
+    if not pieces[-1] and at < len(original):
+        spans.append((at, len(original)))
+    return spans
+
+
 def redact_hex_dumps(text: str, counts: Counter[str], learned: dict[str, str],
                      inner: Callable[[str], tuple[str, int]]) -> str:
     """Mask secrets in `tcpdump -X/-x` packets, found in the bytes the dump shows."""
@@ -107,7 +134,12 @@ def redact_hex_dumps(text: str, counts: Counter[str], learned: dict[str, str],
         stream = data[_payload_offset(data):].decode("latin-1")
         # learns the secrets in the payload (a header, a RESP argument ...); the header line
         # tells the decoder rules that this is tcpdump output
-        inner(_PAYLOAD_HEADER + stream)
+        redacted, found = inner(_PAYLOAD_HEADER + stream)
+        if found and redacted.startswith(_PAYLOAD_HEADER):
+            offset = len(data) - len(stream)
+            for start, end in _removed_spans(stream, redacted[len(_PAYLOAD_HEADER):]):
+                _mask(lines, where, offset + start, offset + end)
+                changed = True
         for value in sorted(learned, key=len, reverse=True)[:_MAX_ECHO]:
             needle = value.encode("latin-1", errors="ignore")
             if len(needle) < ECHO_MIN:

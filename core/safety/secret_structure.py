@@ -148,7 +148,7 @@ _KEY_NEEDLE_RE: Final = re.compile(
 _LINE_RE: Final = re.compile(
     r"^(?P<indent>[ \t]*)(?:-[ \t]+)?(?:export[ \t]+)?(?P<q>[\"']?)(?P<key>[A-Za-z0-9_.$@/\-]"
     r"{1,160})(?P=q)[ \t]*(?P<sep>[:=])[ \t]*(?P<value>[^\r\n]*)$")
-_BLOCK_RE: Final = re.compile(r"^[|>][+-]?[0-9]?[ \t]*(?:#.*)?$")
+_BLOCK_RE: Final = re.compile(r"^[|>](?:[+-]?[0-9]?|[0-9][+-])[ \t]*(?:#.*)?$")
 _KIND_SECRET_RE: Final = re.compile(r"(?m)^kind:[ \t]*Secret[ \t]*$")
 _DATA_RE: Final = re.compile(r"(?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*$")
 
