@@ -96,9 +96,11 @@ _DATE_RE: Final = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9:.+\-Z]{0,3
 _SIZE_RE: Final = re.compile(r"^[0-9]{1,12}(?:\.[0-9]{1,3})? ?(?:bytes?|B|[KMGT]i?B)$")
 #: A setting's choice: one lowercase word, maybe hyphenated (`keyvault`, `file`, `azure-kv`).
 _SETTING_WORD_RE: Final = re.compile(r"[a-z]{2,24}(?:[-_.][a-z]{2,24}){0,2}")
-#: Last words that still name the secret itself (`api_token_value`, `secret_data`).
-_VALUE_WORDS: Final = frozenset({"value", "values", "data", "string", "text", "plain",
-                                 "plaintext", "raw", "b64", "base64", "encoded", "literal"})
+#: Last words of a key that chooses where or how secrets are kept (its value is that choice).
+_SETTING_WORDS: Final = frozenset({
+    "backend", "backends", "store", "stores", "storage", "source", "sources", "engine",
+    "manager", "method", "methods", "policy", "handler", "driver", "location", "cache",
+    "rotation", "loader", "resolver", "plugin", "service", "mechanism", "scheme"})
 _ENUM_RE: Final = re.compile(r"^[A-Za-z][A-Za-z]{0,40}[0-9]{0,4}$"
                              r"|^[A-Za-z]{1,20}(?:[_ .-][A-Za-z0-9]{1,20}){1,3}$")
 
@@ -218,15 +220,14 @@ def innocent_value(value: str) -> bool:
 def setting_under_secret_word(name: str, value: str) -> bool:
     """`secret_backend = keyvault`, `token_store = file`: the secret word only qualifies the key.
 
-    When the key's last word is not itself a secret word, the key names a setting about secrets
-    (where they live, how they are made), and a plain lowercase word is that setting's choice.
-    Judged by the value's shape, so `secret_backend = Zq8!x...` is still removed.
+    When the key's last word says it chooses where or how secrets are kept (`backend`, `store`,
+    `engine`, `method` …), the key names a setting about secrets and a plain lowercase word is
+    that setting's choice. Any other last word (`DB_PASSWORD_PROD`, `redis_pass_primary`) still
+    holds the secret itself. Judged by the value's shape too, so `secret_backend = Zq8!x...` is
+    still removed.
     """
     words = name_words(name)
-    if not words or words[-1] in _STRONG_WORDS or words[-1] in _WEAK_WORDS or any(
-            part in words[-1] for part in _STRONG_PARTS) or _glued(words[-1]):
-        return False
-    if words[-1] in _VALUE_WORDS:
+    if not words or words[-1] not in _SETTING_WORDS:
         return False
     v = value.strip().strip("\"'")
     return bool(_SETTING_WORD_RE.fullmatch(v))

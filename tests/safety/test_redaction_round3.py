@@ -113,6 +113,19 @@ def test_shaped_value_under_a_setting_word_still_goes() -> None:
     assert "Zq8x-77Plm!q" not in out
 
 
+@pytest.mark.parametrize("text, secret", [
+    ("DB_PASSWORD_PROD=foobared\n", "foobared"),
+    ("redis_pass_primary = sunshine\n", "sunshine"),
+    ("export SMTP_SECRET_EU=letmein\n", "letmein"),
+    ("api-token-staging: dragonfly\n", "dragonfly"),
+])
+def test_a_plain_word_under_a_secret_key_with_another_last_word_goes(text: str,
+                                                                      secret: str) -> None:
+    """Only a last word that chooses where or how secrets are kept (backend, store, method …)
+    makes a plain word a setting; `DB_PASSWORD_PROD=foobared` holds the password itself."""
+    assert secret not in redact(text)
+
+
 # ---- tcpdump -X: secrets cut across dump lines --------------------------------------------
 
 def _packet(payload: bytes) -> bytes:
