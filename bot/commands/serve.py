@@ -131,7 +131,9 @@ def _background(services: Any, settings: Settings, stop: threading.Event, *,
 
     runtime = services.runtime
     runtime.background()  # roots right after the ack; posts sent off the workers' threads
-    edits = getattr(services.port, "background", None)  # Teams: card edits off them too
+    # Teams: card edits off the workers' threads too (Slack has no such port method; a worker
+    # without chat has no port at all)
+    edits = getattr(services.port, "background", None) if services.port is not None else None
     if edits is not None:
         edits()
     owner = worker_id("serve" if run_worker else "web")

@@ -23,6 +23,7 @@ class CliServices:
 
     runtime: Any
     store: Any
+    port: Any = None  # no chat port: nothing posts card edits
 
 
 class _NoBrain:
