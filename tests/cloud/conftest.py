@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -39,6 +42,8 @@ def _free_port() -> int:
 
 
 def _azurite_bin() -> Path:
+    """Azurite from `package.json`, installed once: xdist workers take turns on a lock file
+    (two `npm ci` in one folder at once fail with ENOTEMPTY), and the later ones find it."""
     binary = ROOT / "node_modules" / ".bin" / "azurite-blob"
     if binary.exists():
         return binary
@@ -46,9 +51,13 @@ def _azurite_bin() -> Path:
     if npm is None:
         pytest.skip("npm is not installed: Azurite (the blob emulator) cannot be installed; "
                     "install Node.js 20 + npm, then run `npm ci` in the repo root")
-    command = [npm, "ci"] if (ROOT / "package-lock.json").exists() else [npm, "install"]
-    subprocess.run([*command, "--no-audit", "--no-fund"], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL, timeout=600)
+    key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"ghost-npm-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.exists():
+            command = [npm, "ci"] if (ROOT / "package-lock.json").exists() else [npm, "install"]
+            subprocess.run([*command, "--no-audit", "--no-fund"], cwd=ROOT, check=True,
+                           stdout=subprocess.DEVNULL, timeout=600)
     return binary
 
 

@@ -97,6 +97,9 @@ _AZ_TABLE: dict[str, tuple[str, ...]] = {
     "network application-gateway: list show": (f"{_N}/applicationGateways/read",),
     "network application-gateway: show-backend-health": (
         f"{_N}/applicationGateways/backendhealth/action",),
+    # a WAF policy that blocks requests is a network cause of 403s at the gateway
+    "network application-gateway waf-policy: list show": (
+        f"{_N}/ApplicationGatewayWebApplicationFirewallPolicies/read",),
     "network private-endpoint: list show": (f"{_N}/privateEndpoints/read",),
     "network private-endpoint dns-zone-group: list show": (
         f"{_N}/privateEndpoints/privateDnsZoneGroups/read",),
@@ -192,6 +195,10 @@ AZ_DECLINED: dict[str, str] = {
     "account": "reads the local az profile; no RBAC action",
     "role assignment": "who may do what; Microsoft.Authorization/roleAssignments/read if "
                        "investigations need it (docs/deploy.md, Extending the role)",
+    "role definition": "what roles allow; Microsoft.Authorization/roleDefinitions/read if "
+                       "investigations need it (docs/deploy.md, Extending the role)",
+    "network ddos-protection": "DDoS protection plans do not decide reachability; "
+                               "Microsoft.Network/ddosProtectionPlans/read if needed",
     "lock": "resource locks; Microsoft.Authorization/locks/read if investigations need it",
     "resource": "any resource type; each type's own read applies (granted above for network "
                 "and compute)",
