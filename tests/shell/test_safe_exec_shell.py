@@ -17,7 +17,8 @@ from core.safety.command_run import ShellLimits
 from core.safety.shell import SafeExecShell
 from storage.store import Store
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "pcaps"
+#: captures the repository ships (the tests never read outside it)
+CAPTURES = Path(__file__).resolve().parents[1] / "forensics" / "captures"
 STORAGE_KEY = "AccountKey=" + "Zm9vYmFy" * 11 + "=="
 
 
@@ -246,7 +247,7 @@ def test_ghost_forensics_runs_as_safe_on_a_capture_in_the_data_dir(
 ) -> None:
     """The orchestrator's analysis step: allowlisted, SAFE, found without an activated venv."""
     capture = tmp_path / "cap.pcap"
-    capture.write_bytes((SHARED / "tcp_retransmissions.pcap").read_bytes())
+    capture.write_bytes((CAPTURES / "healthy.pcap").read_bytes())
     out = tmp_path / "out"
     out.mkdir()
     shell = make_shell(store, sid, ScriptedApprover(), tmp_path)
