@@ -15,6 +15,7 @@ import pytest
 from forensics.cli import main
 from forensics.terminal import top_findings
 
+from .pipes import run_reader_gone
 from .test_cli import REPO, _capture
 
 NAMES = ("web-vm-01_semantic.json", "web-vm-01_forensic_report.md",
@@ -140,12 +141,6 @@ def test_every_argument_has_help() -> None:
 def test_a_reader_that_goes_away_is_no_error(tmp_path: Path) -> None:
     """``ghost-forensics CAPTURE | head -1``: the files are written, nothing on stderr."""
     cap = _capture(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "forensics", str(cap), "--out",
-                             str(tmp_path / "out")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=REPO, env=env)
-    assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.close()  # before anything is printed
-    err = proc.stderr.read()
-    assert proc.wait(timeout=60) == 0 and err == b""
+    code, err = run_reader_gone([str(cap), "--out", str(tmp_path / "out")], cwd=REPO)
+    assert code == 0 and err == b""
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(NAMES)

@@ -16,6 +16,7 @@ from forensics.cli import main
 from lab.pcap import PcapWriter
 
 from .flowlog_blobs import at, record, tup, write_blob
+from .pipes import run_reader_gone
 from .scenario import ethernet_packets
 
 REPO = Path(__file__).resolve().parents[2]
@@ -187,12 +188,7 @@ def test_a_reader_that_goes_away_is_no_error(tmp_path: Path) -> None:
     """``ghost-forensics flowlogs … | head -1``: the files are written, nothing on stderr
     (it printed "error: Broken pipe" and exited 2)."""
     blobs = _blobs(tmp_path / "blobs")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "forensics", "flowlogs", str(blobs), "--out",
-                             str(tmp_path / "out")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=tmp_path, env=env)
-    assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.close()  # before anything is printed
-    err = proc.stderr.read()
-    assert proc.wait(timeout=120) == 0 and err == b""
+    code, err = run_reader_gone(["flowlogs", str(blobs), "--out", str(tmp_path / "out")],
+                                cwd=tmp_path)
+    assert code == 0 and err == b""
     assert sorted(p.suffix for p in (tmp_path / "out").iterdir()) == [".json", ".md"]

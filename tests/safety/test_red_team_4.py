@@ -9,7 +9,6 @@ again live when the machine allows.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ import pytest
 
 from core.safety import RULES, classify, redact
 from tests.fakes.timing import assert_linear
+from tests.safety.cli_run import run_safety_cli
 from tests.safety.tables_red_team_4 import ALL_TABLES, Row
 from tests.safety.tables_redaction_4 import INNOCENT, SECRETS
 
@@ -70,23 +70,14 @@ def test_figures_through_the_library(tmp_path: Path) -> None:
     assert len(ROWS) >= 350 and len(SECRETS) >= 40 and len(INNOCENT) >= 25
 
 
-def _cli(args: list[str], lines: list[dict[str, str]], tmp_path: Path) -> list[dict[str, object]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GHOST_")}
-    env["GHOST_DATA_DIR"] = str(tmp_path)
-    stdin = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    res = subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
-                         capture_output=True, timeout=300, cwd=tmp_path, check=False)
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    return [json.loads(line) for line in res.stdout.decode().splitlines()]
-
-
-def test_figures_through_the_cli(tmp_path: Path) -> None:
+def test_figures_through_therun_safety_cli(tmp_path: Path) -> None:
     commands = [_command(row, tmp_path) for _, row in ROWS]
+    asked = [{"command": c} for c in commands]
     verdicts = [str(r["classification"]) for r in
-                _cli(["classify", "--json", "-"], [{"command": c} for c in commands], tmp_path)]
+                run_safety_cli(["classify", "--json", "-"], asked, tmp_path)]
     texts = [t for _, t, _ in SECRETS] + [t for _, t in INNOCENT]
     redacted = [str(r["text"]) for r in
-                _cli(["redact", "--jsonl"], [{"text": t} for t in texts], tmp_path)]
+                run_safety_cli(["redact", "--jsonl"], [{"text": t} for t in texts], tmp_path)]
     assert _figures(verdicts, redacted) == ZERO
 
 

@@ -8,15 +8,13 @@ what to do instead.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from core.safety import RULES, classify, redact
 from tests.fakes.timing import assert_linear
+from tests.safety.cli_run import run_safety_cli
 from tests.safety.tables_red_team_5 import ALL_COMMAND_TABLES, ALL_SECRETS, INNOCENTS, Row, Secret
 
 ROWS: list[tuple[str, Row]] = [(n, r) for n, rows in ALL_COMMAND_TABLES.items() for r in rows]
@@ -69,22 +67,12 @@ def test_every_forbidden_reason_on_the_corpora_says_what_to_do() -> None:
             assert "ask the engineer to run it themselves" in verdict.reason, verdict
 
 
-def _cli(args: list[str], lines: list[dict[str, str]], tmp_path: Path) -> list[dict[str, object]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GHOST_")}
-    env["GHOST_DATA_DIR"] = str(tmp_path)
-    stdin = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    res = subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, env=env,
-                         capture_output=True, timeout=300, cwd=tmp_path, check=False)
-    assert res.returncode == 0, res.stderr.decode()[-2000:]
-    return [json.loads(line) for line in res.stdout.decode().splitlines()]
-
-
-def test_figures_through_the_cli(tmp_path: Path) -> None:
-    verdicts = [r["classification"] for r in _cli(
+def test_figures_through_therun_safety_cli(tmp_path: Path) -> None:
+    verdicts = [r["classification"] for r in run_safety_cli(
         ["classify", "--json", "-"], [{"command": r[0]} for _, r in ROWS], tmp_path)]
     texts = [c[1] for _, c in SECRETS] + [t for _, t in INNOCENTS]
-    out = [str(r["text"]) for r in _cli(["redact", "--jsonl"], [{"text": t} for t in texts],
-                                        tmp_path)]
+    out = [str(r["text"]) for r in
+           run_safety_cli(["redact", "--jsonl"], [{"text": t} for t in texts], tmp_path)]
     figures = {
         "commands judged otherwise": sum(v != r[1] for v, (_, r) in zip(verdicts, ROWS,
                                                                          strict=True)),
