@@ -201,6 +201,10 @@ class TerminalApprover:
             if choice in ("d", "deny", "n", "no"):
                 reason = self._ask("Denial reason (optional, press Enter to skip): ")
                 return Decision.deny(self.user, (reason or "").strip() or None)
+            first, _, rest = answer.strip().partition(" ")
+            if first.lower() in ("d", "deny") and rest.strip():
+                # `d not during the incident`: the denial and its reason on one line
+                return Decision.deny(self.user, rest.strip())
             if choice in ("m", "modify") and not request.modifiable:
                 self.stdout.write(f"{NOT_MODIFIABLE}\n")
                 continue

@@ -106,3 +106,17 @@ def test_an_unchanged_edit_asks_again() -> None:
                                 editor=lambda prompt, current: current).request(_request())
     assert "unchanged" in out.getvalue()
     assert decision.kind is DecisionKind.APPROVE
+
+
+def test_deny_and_its_reason_on_one_line() -> None:
+    """`d not during the incident` is a denial with that reason (it was refused with "Please
+    answer a, d or m" and counted as one of the three tries)."""
+    out = io.StringIO()
+    decision = TerminalApprover(io.StringIO("d  Not during the incident; ask ana\n"), out,
+                                user="eve").request(_request())
+    assert decision.kind is DecisionKind.DENY
+    assert decision.reason == "Not during the incident; ask ana"
+    assert "Please answer" not in out.getvalue()
+    other = TerminalApprover(io.StringIO("approve it\n\n\n"), io.StringIO(),
+                             user="eve").request(_request())
+    assert other.kind is DecisionKind.ABANDON  # an approval takes no words after it
