@@ -17,7 +17,7 @@ import zlib
 from dataclasses import replace
 from ipaddress import IPv4Address
 
-from lab.model import Scenario
+from lab.model import Scenario, Vm
 from lab.model_v2 import LoadBalancer
 from lab.network import lb
 from lab.network.nsg import first_deny, nsgs_in_order
@@ -80,8 +80,9 @@ def to_public(w: Walk) -> Delivery:
                   "hosts holds it)", "no_host")
 
 
-def inbound_frontend(w: Walk, balancer: LoadBalancer) -> Delivery:
-    """A public frontend: the rule's up backend, if its NSGs open the port to this source."""
+def to_backend(w: Walk, balancer: LoadBalancer) -> Vm | Delivery:
+    """The frontend's rule picks an up backend and the packet is rewritten to it (the source is
+    kept: load balancers pass traffic through), or the drop that says why none takes it."""
     rule = lb.match_rule(balancer, w.pkt.protocol, w.pkt.dst_port)
     if rule is None:
         return w.drop(None, f"no rule of {balancer.name} for {w.pkt.protocol} "
@@ -92,6 +93,14 @@ def inbound_frontend(w: Walk, balancer: LoadBalancer) -> Delivery:
                       f"{rule.name})", "lb_down")
     w.notes["lb"] = balancer.name
     w.pkt = replace(w.pkt, dst=chosen.ip, dst_port=lb.backend_port(rule, w.pkt.dst_port))
+    return chosen
+
+
+def inbound_frontend(w: Walk, balancer: LoadBalancer) -> Delivery:
+    """A public frontend: the rule's up backend, if its NSGs open the port to this source."""
+    chosen = to_backend(w, balancer)
+    if isinstance(chosen, Delivery):
+        return chosen
     if not nsgs_in_order(w.s, chosen, "Inbound"):
         return w.drop(chosen.name, f"{balancer.name}: a public frontend is closed unless an NSG "
                       f"opens it, and {chosen.name} has none on its subnet or NIC", "nsg")

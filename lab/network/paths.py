@@ -99,17 +99,8 @@ def _arrive_pe(w: Walk, pe: PrivateEndpoint, sender_vnet: str) -> Delivery:
 
 
 def _arrive_frontend(w: Walk, balancer: LoadBalancer, sender_vnet: str) -> Delivery:
-    rule = lb.match_rule(balancer, w.pkt.protocol, w.pkt.dst_port)
-    if rule is None:
-        return w.drop(None, f"no rule of {balancer.name} for {w.pkt.protocol} "
-                      f"{w.pkt.dst_port}", "lb_no_rule")
-    chosen = lb.backend(w.s, balancer, rule, w.choose)
-    if chosen is None:
-        return w.drop(None, f"{balancer.name}: no healthy backend in {rule.pool} (rule "
-                      f"{rule.name})", "lb_down")
-    w.notes["lb"] = balancer.name
-    w.pkt = replace(w.pkt, dst=chosen.ip, dst_port=lb.backend_port(rule, w.pkt.dst_port))
-    return _arrive(w, chosen, sender_vnet)
+    chosen = edge.to_backend(w, balancer)
+    return chosen if isinstance(chosen, Delivery) else _arrive(w, chosen, sender_vnet)
 
 
 def _in_vnet(w: Walk, sender_vnet: str, route_desc: str, local: bool) -> Delivery:
